@@ -24,8 +24,10 @@ module.exports = {
       transform,
       testMatch: ['<rootDir>/test/temporal/**/*.test.ts'],
       globalSetup: '<rootDir>/test/helpers/global-setup.ts',
+      setupFiles: ['<rootDir>/test/helpers/quiet-runtime.ts'],
       globalTeardown: '<rootDir>/test/helpers/global-teardown.ts',
     },
   ],
   testTimeout: 60_000,
+  reporters: ['default', '<rootDir>/test/helpers/summary-reporter.js'],
 };

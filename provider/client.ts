@@ -1,0 +1,282 @@
+/**
+ * The provider's REST API, typed. One undici keep-alive pool per base URL; every request has a
+ * timeout and honours the caller's AbortSignal; every request body is checked against the
+ * contract before it leaves and every answer is checked before it is returned.
+ */
+import { Pool, errors as undiciErrors, type Dispatcher } from 'undici';
+import type { z } from 'zod';
+import type { ProviderConfig } from './config';
+import {
+  ConflictError,
+  ContractViolationError,
+  NotFoundError,
+  ProviderUnavailableError,
+  RateLimitedError,
+  UnauthorizedError,
+  ValidationError,
+  type ProviderError,
+} from './errors';
+import {
+  CreateDeliveryRequestSchema,
+  DeliveryListSchema,
+  DeliveryRecordSchema,
+  ErrorBodySchema,
+  KeyCheckSchema,
+  OrderListSchema,
+  OrderRecordSchema,
+  QuoteRequestSchema,
+  QuoteSchema,
+  UpdateDeliveryRequestSchema,
+  type CreateDeliveryRequest,
+  type DeliveryList,
+  type DeliveryRecord,
+  type DeliveryStatus,
+  type OrderList,
+  type OrderRecord,
+  type Quote,
+  type QuoteRequest,
+  type UpdateDeliveryRequest,
+} from './schemas';
+import { fieldIssues } from './validation';
+
+export interface CallOptions {
+  signal?: AbortSignal;
+}
+export interface CreateOptions extends CallOptions {
+  /** Same key + same body within 24 h returns the first delivery instead of a second one. */
+  idempotencyKey: string;
+}
+export interface ListDeliveriesQuery {
+  page?: number;
+  pageSize?: number;
+  status?: DeliveryStatus;
+  referenceNumber?: string;
+}
+export interface ListOrdersQuery {
+  deliveryId?: string;
+  page?: number;
+}
+
+/** What a successful create returns: the record, and whether it was an idempotent replay. */
+export interface CreatedDelivery {
+  delivery: DeliveryRecord;
+  /** true when the provider answered 200: the idempotency key matched an earlier creation. */
+  replayed: boolean;
+}
+
+export type ProviderClientOptions = Pick<ProviderConfig, 'baseUrl' | 'apiKey'> & Partial<Pick<ProviderConfig, 'timeoutMs' | 'connections'>>;
+
+const DEFAULT_RETRY_AFTER_MS = 1_000;
+
+export class ProviderClient {
+  private readonly pool: Dispatcher;
+  private readonly basePath: string;
+  private readonly origin: string;
+  private readonly authorization: string;
+  private readonly apiKey: string;
+  private readonly timeoutMs: number;
+
+  constructor(options: ProviderClientOptions) {
+    const url = new URL(options.baseUrl);
+    this.origin = url.origin;
+    this.basePath = url.pathname.replace(/\/+$/, '');
+    this.apiKey = options.apiKey;
+    this.authorization = `Bearer ${options.apiKey}`;
+    this.timeoutMs = options.timeoutMs ?? 10_000;
+    this.pool = new Pool(this.origin, {
+      connections: options.connections ?? 16,
+      keepAliveTimeout: 30_000,
+      headersTimeout: this.timeoutMs,
+      bodyTimeout: this.timeoutMs,
+    });
+  }
+
+  /** The base URL this client talks to (never the key). */
+  get baseUrl(): string {
+    return this.origin + this.basePath;
+  }
+
+  async createDelivery(body: CreateDeliveryRequest, options: CreateOptions): Promise<CreatedDelivery> {
+    checkRequest(CreateDeliveryRequestSchema, body, 'delivery request');
+    if (!options.idempotencyKey) throw new ValidationError('an idempotency key is required to create a delivery');
+    const res = await this.call('POST', '/v1/deliveries', { body, headers: { 'idempotency-key': options.idempotencyKey }, signal: options.signal });
+    return { delivery: parse(DeliveryRecordSchema, res.body, 'delivery record'), replayed: res.status === 200 };
+  }
+
+  async getDelivery(id: string, options: CallOptions = {}): Promise<DeliveryRecord> {
+    const res = await this.call('GET', `/v1/deliveries/${encodeURIComponent(id)}`, options);
+    return parse(DeliveryRecordSchema, res.body, 'delivery record');
+  }
+
+  async listDeliveries(query: ListDeliveriesQuery = {}, options: CallOptions = {}): Promise<DeliveryList> {
+    const qs = queryString({ page: query.page, page_size: query.pageSize, status: query.status, reference_number: query.referenceNumber });
+    const res = await this.call('GET', `/v1/deliveries${qs}`, options);
+    return parse(DeliveryListSchema, res.body, 'delivery list');
+  }
+
+  /** The provider's delivery with this reference number, if any (used to reconcile). */
+  async findDeliveryByReference(referenceNumber: string, options: CallOptions = {}): Promise<DeliveryRecord | undefined> {
+    const list = await this.listDeliveries({ referenceNumber, pageSize: 1 }, options);
+    return list.data[0];
+  }
+
+  async updateDelivery(id: string, patch: UpdateDeliveryRequest, options: CallOptions = {}): Promise<DeliveryRecord> {
+    checkRequest(UpdateDeliveryRequestSchema, patch, 'delivery update');
+    const res = await this.call('PATCH', `/v1/deliveries/${encodeURIComponent(id)}`, { ...options, body: patch });
+    return parse(DeliveryRecordSchema, res.body, 'delivery record');
+  }
+
+  async cancelDelivery(id: string, options: CallOptions = {}): Promise<DeliveryRecord> {
+    const res = await this.call('POST', `/v1/deliveries/${encodeURIComponent(id)}/actions/cancel`, options);
+    return parse(DeliveryRecordSchema, res.body, 'delivery record');
+  }
+
+  async quote(body: QuoteRequest, options: CallOptions = {}): Promise<Quote> {
+    checkRequest(QuoteRequestSchema, body, 'quote request');
+    const res = await this.call('POST', '/v1/quotes', { ...options, body });
+    return parse(QuoteSchema, res.body, 'quote');
+  }
+
+  async listOrders(query: ListOrdersQuery = {}, options: CallOptions = {}): Promise<OrderList> {
+    const res = await this.call('GET', `/v1/orders${queryString({ delivery_id: query.deliveryId, page: query.page })}`, options);
+    return parse(OrderListSchema, res.body, 'order list');
+  }
+
+  async getOrder(id: string, options: CallOptions = {}): Promise<OrderRecord> {
+    const res = await this.call('GET', `/v1/orders/${encodeURIComponent(id)}`, options);
+    return parse(OrderRecordSchema, res.body, 'order record');
+  }
+
+  /** Resolves when the key is valid; throws UnauthorizedError when it is not. */
+  async checkKey(options: CallOptions = {}): Promise<{ valid: true }> {
+    const res = await this.call('GET', '/v1/health/token', options);
+    return parse(KeyCheckSchema, res.body, 'key check');
+  }
+
+  async close(): Promise<void> {
+    await this.pool.close();
+  }
+
+  private async call(
+    method: 'GET' | 'POST' | 'PATCH',
+    path: string,
+    options: { body?: unknown; headers?: Record<string, string>; signal?: AbortSignal },
+  ): Promise<{ status: number; body: unknown }> {
+    const what = `${method} ${path.split('?')[0]}`;
+    const timeout = AbortSignal.timeout(this.timeoutMs);
+    const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
+    const headers: Record<string, string> = { authorization: this.authorization, accept: 'application/json', ...options.headers };
+    let payload: string | undefined;
+    if (options.body !== undefined) {
+      payload = JSON.stringify(options.body);
+      headers['content-type'] = 'application/json';
+    }
+
+    let res: Dispatcher.ResponseData;
+    try {
+      res = await this.pool.request({ method, path: this.basePath + path, headers, body: payload, signal });
+    } catch (err) {
+      if (options.signal?.aborted) throw options.signal.reason ?? err;
+      if (timeout.aborted || err instanceof undiciErrors.HeadersTimeoutError || err instanceof undiciErrors.BodyTimeoutError) {
+        throw new ProviderUnavailableError(`${what}: no answer within ${this.timeoutMs} ms`, { cause: this.scrubCause(err) });
+      }
+      throw new ProviderUnavailableError(`${what}: ${this.scrub(errorText(err))}`, { cause: this.scrubCause(err) });
+    }
+
+    let text: string;
+    try {
+      text = await res.body.text();
+    } catch (err) {
+      if (options.signal?.aborted) throw options.signal.reason ?? err;
+      throw new ProviderUnavailableError(`${what}: the answer was cut off (${this.scrub(errorText(err))})`);
+    }
+    let body: unknown = undefined;
+    if (text.length > 0) {
+      try {
+        body = JSON.parse(text);
+      } catch {
+        if (res.statusCode < 300) throw new ContractViolationError(`${what}: answer ${res.statusCode} is not JSON`, { status: res.statusCode });
+      }
+    }
+    if (res.statusCode >= 200 && res.statusCode < 300) return { status: res.statusCode, body };
+    throw this.errorFor(what, res.statusCode, res.headers, body);
+  }
+
+  private errorFor(what: string, status: number, headers: Dispatcher.ResponseData['headers'], body: unknown): ProviderError {
+    const parsed = ErrorBodySchema.safeParse(body);
+    const code = parsed.success ? parsed.data.error.code : undefined;
+    const details = parsed.success ? (parsed.data.error.details ?? []) : [];
+    const said = parsed.success ? this.scrub(parsed.data.error.message) : `HTTP ${status}`;
+    const init = { status, code, details };
+    const message = `${what}: ${said}`;
+    switch (true) {
+      case status === 401:
+        return new UnauthorizedError(`${what}: the provider rejected the API key (401)`, init);
+      case status === 404:
+        return new NotFoundError(message, init);
+      case status === 409:
+        return new ConflictError(message, init);
+      case status === 429:
+        return new RateLimitedError(message, retryAfterMs(headers), init);
+      case status === 400 || status === 413 || status === 415 || status === 422:
+        return new ValidationError(message, init);
+      case status >= 500:
+        return new ProviderUnavailableError(message, init);
+      default:
+        return new ContractViolationError(`${what}: unexpected answer ${status}`, init);
+    }
+  }
+
+  /** Belt and braces: no text we throw may contain the key, whatever the provider echoes. */
+  private scrub(text: string): string {
+    return this.apiKey ? text.split(this.apiKey).join('[redacted]') : text;
+  }
+  private scrubCause(err: unknown): unknown {
+    return err instanceof Error ? new Error(this.scrub(err.message)) : undefined;
+  }
+}
+
+function checkRequest<T>(schema: z.ZodType<T>, value: unknown, what: string): void {
+  const r = schema.safeParse(value);
+  if (!r.success) throw new ValidationError(`invalid ${what}`, { details: fieldIssues(r.error) });
+}
+
+function parse<T>(schema: z.ZodType<T>, value: unknown, what: string): T {
+  const r = schema.safeParse(value);
+  if (!r.success) throw new ContractViolationError(`the provider's ${what} does not match the contract`, { details: fieldIssues(r.error) });
+  return r.data;
+}
+
+function queryString(params: Record<string, string | number | undefined>): string {
+  const qs = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== '') qs.set(k, String(v));
+  const s = qs.toString();
+  return s ? `?${s}` : '';
+}
+
+function header(headers: Dispatcher.ResponseData['headers'], name: string): string | undefined {
+  const v = headers[name];
+  return Array.isArray(v) ? v[0] : v;
+}
+
+/**
+ * The wait a 429 asks for. `Retry-After` is whole seconds (or an HTTP date); the simulator also
+ * sends `Retry-After-Ms`, exact, which matters when its time scale shrinks windows below a second.
+ */
+export function retryAfterMs(headers: Dispatcher.ResponseData['headers'], nowMs = Date.now()): number {
+  const ms = Number(header(headers, 'retry-after-ms'));
+  if (Number.isFinite(ms) && ms >= 0 && header(headers, 'retry-after-ms') !== undefined) return Math.ceil(ms);
+  const ra = header(headers, 'retry-after');
+  if (ra !== undefined) {
+    const seconds = Number(ra);
+    if (Number.isFinite(seconds) && seconds >= 0) return Math.ceil(seconds * 1000);
+    const date = Date.parse(ra);
+    if (Number.isFinite(date)) return Math.max(0, date - nowMs);
+  }
+  return DEFAULT_RETRY_AFTER_MS;
+}
+
+function errorText(err: unknown): string {
+  if (err instanceof Error) return (err as { code?: string }).code ? `${(err as { code?: string }).code}: ${err.message}` : err.message;
+  return String(err);
+}

@@ -1,0 +1,158 @@
+/**
+ * Finds the Temporal CLI (dev server and Web UI in one binary), building it only when missing:
+ *   1. TEMPORAL_CLI_PATH, if set (it must exist);
+ *   2. `temporal` on PATH;
+ *   3. a cached build in $TEMPORAL_CLI_CACHE_DIR (default ~/.cache/delivery-orchestrator);
+ *   4. otherwise `go install github.com/temporalio/cli/cmd/temporal@v1.5.1` into that cache
+ *      (later versions carry a `replace` directive that `go install` refuses).
+ * `npm run temporal:ensure` runs this on its own and prints the path.
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { accessSync, closeSync, constants, existsSync, mkdirSync, openSync, renameSync, rmSync, statSync, unlinkSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { delimiter, join } from 'node:path';
+
+export const TEMPORAL_CLI_VERSION = 'v1.5.1';
+const MODULE = `github.com/temporalio/cli/cmd/temporal@${TEMPORAL_CLI_VERSION}`;
+const LOCK_STALE_MS = 30 * 60_000;
+
+type Log = (line: string) => void;
+
+export function temporalCliCacheDir(env: NodeJS.ProcessEnv = process.env): string {
+  const base = env.TEMPORAL_CLI_CACHE_DIR || join(env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'delivery-orchestrator');
+  return join(base, `temporal-cli-${TEMPORAL_CLI_VERSION}`);
+}
+
+function isExecutable(path: string): boolean {
+  try {
+    accessSync(path, constants.X_OK);
+    return statSync(path).isFile();
+  } catch {
+    return false;
+  }
+}
+
+function onPath(name: string, env: NodeJS.ProcessEnv): string | undefined {
+  for (const dir of (env.PATH ?? '').split(delimiter)) {
+    if (dir && isExecutable(join(dir, name))) return join(dir, name);
+  }
+  return undefined;
+}
+
+/** The CLI if it is already here, without building anything. */
+export function findTemporalCli(env: NodeJS.ProcessEnv = process.env): string | undefined {
+  if (env.TEMPORAL_CLI_PATH) {
+    if (!isExecutable(env.TEMPORAL_CLI_PATH)) throw new Error(`TEMPORAL_CLI_PATH=${env.TEMPORAL_CLI_PATH} is not an executable file`);
+    return env.TEMPORAL_CLI_PATH;
+  }
+  const fromPath = onPath('temporal', env);
+  if (fromPath) return fromPath;
+  const cached = join(temporalCliCacheDir(env), 'temporal');
+  return isExecutable(cached) ? cached : undefined;
+}
+
+/** Returns a usable CLI path, building it with Go into the cache if needed (several minutes). */
+export async function ensureTemporalCli(log: Log = (l) => console.error(l), env: NodeJS.ProcessEnv = process.env): Promise<string> {
+  const found = findTemporalCli(env);
+  if (found) return found;
+
+  const go = onPath('go', env) ?? (isExecutable('/usr/local/go/bin/go') ? '/usr/local/go/bin/go' : undefined);
+  if (!go) {
+    throw new Error(
+      'The Temporal CLI was not found and Go is not installed to build it.\n' +
+        '  Install one of them:\n' +
+        '  - the Temporal CLI (https://docs.temporal.io/cli), on PATH or named by TEMPORAL_CLI_PATH, or\n' +
+        `  - Go 1.23 or later, and this project builds ${MODULE} itself.`,
+    );
+  }
+
+  const dir = temporalCliCacheDir(env);
+  mkdirSync(dir, { recursive: true });
+  const target = join(dir, 'temporal');
+  const lock = join(dir, '.build.lock');
+  // One build at a time: a second caller (tests and `npm start` together) waits for the first.
+  while (!tryLock(lock)) {
+    if (isExecutable(target)) return target;
+    log(`[temporal-cli] another build is running (${lock}); waiting...`);
+    await sleep(5_000);
+  }
+  try {
+    if (isExecutable(target)) return target;
+    const staging = join(dir, `.staging-${process.pid}`);
+    rmSync(staging, { recursive: true, force: true });
+    mkdirSync(staging, { recursive: true });
+    log(`[temporal-cli] building ${MODULE} with ${go} into ${dir} (first time only; takes several minutes)`);
+    await goInstall(go, staging, env, log);
+    renameSync(join(staging, 'temporal'), target);
+    rmSync(staging, { recursive: true, force: true });
+    log(`[temporal-cli] built ${target}`);
+    return target;
+  } finally {
+    unlinkSync(lock);
+  }
+}
+
+function tryLock(lock: string): boolean {
+  try {
+    closeSync(openSync(lock, 'wx'));
+    return true;
+  } catch {
+    try {
+      if (Date.now() - statSync(lock).mtimeMs > LOCK_STALE_MS) unlinkSync(lock); // a dead builder's lock
+    } catch {
+      /* raced with its owner removing it */
+    }
+    return false;
+  }
+}
+
+function goInstall(go: string, gobin: string, env: NodeJS.ProcessEnv, log: Log): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const started = Date.now();
+    const child = spawn(go, ['install', '-v', MODULE], {
+      env: { ...env, GOBIN: gobin },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let packages = 0;
+    let tail: string[] = [];
+    const onLine = (chunk: Buffer) => {
+      for (const line of chunk.toString().split('\n').filter(Boolean)) {
+        tail = [...tail.slice(-19), line];
+        if (line.startsWith('go: downloading')) continue;
+        packages += 1;
+      }
+    };
+    child.stdout.on('data', onLine);
+    child.stderr.on('data', onLine);
+    const ticker = setInterval(() => {
+      log(`[temporal-cli] still building: ${Math.round((Date.now() - started) / 1000)} s, ${packages} packages compiled`);
+    }, 15_000);
+    child.on('error', (err) => {
+      clearInterval(ticker);
+      reject(err);
+    });
+    child.on('exit', (code) => {
+      clearInterval(ticker);
+      if (code === 0 && existsSync(join(gobin, 'temporal'))) resolve();
+      else reject(new Error(`go install ${MODULE} failed (exit ${code}). Last output:\n${tail.join('\n')}`));
+    });
+  });
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+export function temporalCliVersion(cli: string): string {
+  const r = spawnSync(cli, ['--version'], { encoding: 'utf8' });
+  return (r.stdout || r.stderr).trim();
+}
+
+if (require.main === module) {
+  ensureTemporalCli()
+    .then((path) => console.log(path))
+    .catch((err: Error) => {
+      console.error(err.message);
+      process.exit(1);
+    });
+}

@@ -1,0 +1,54 @@
+/**
+ * API keys. Keys are held only as SHA-256 digests: the full digest scopes data (a delivery made
+ * with key A is invisible to key B), and its first 12 hex characters are the fingerprint shown in
+ * logs and the dashboard. A raw key is never stored, logged or echoed.
+ */
+import { createHash } from 'node:crypto';
+import { LOCAL_SANDBOX_KEY } from '../provider/config';
+
+/** The key every simulator accepts; the only one ever printed (at startup). */
+export const DEFAULT_SANDBOX_KEY = LOCAL_SANDBOX_KEY;
+
+function sha256Hex(s: string): string {
+  return createHash('sha256').update(s, 'utf8').digest('hex');
+}
+
+/** Non-reversible short form of a key for logs: sha256 hex, first 12 characters. */
+export function keyFingerprint(key: string): string {
+  return sha256Hex(key).slice(0, 12);
+}
+
+export interface Caller {
+  /** Full digest of the key: the data scope. */
+  scope: string;
+  fingerprint: string;
+}
+
+export type AuthResult = { ok: true; caller: Caller } | { ok: false; fingerprint: string | null; message: string };
+
+export class KeyRing {
+  private readonly digests = new Set<string>();
+
+  constructor(extraKeys: readonly string[] = []) {
+    for (const k of [DEFAULT_SANDBOX_KEY, ...extraKeys]) {
+      const key = k.trim();
+      if (key) this.digests.add(sha256Hex(key));
+    }
+  }
+
+  get size(): number {
+    return this.digests.size;
+  }
+
+  /** Checks an `Authorization: Bearer <key>` header. Lookup is by digest, never by raw key. */
+  authenticate(header: string | undefined): AuthResult {
+    if (!header) return { ok: false, fingerprint: null, message: 'missing Authorization header (expected: Bearer <API key>)' };
+    const m = /^Bearer[ \t]+(\S.*)$/i.exec(header);
+    const token = m?.[1]?.trim();
+    if (!token) return { ok: false, fingerprint: null, message: 'Authorization header must be: Bearer <API key>' };
+    const digest = sha256Hex(token);
+    const fingerprint = digest.slice(0, 12);
+    if (!this.digests.has(digest)) return { ok: false, fingerprint, message: 'invalid API key' };
+    return { ok: true, caller: { scope: digest, fingerprint } };
+  }
+}

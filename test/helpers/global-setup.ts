@@ -1,0 +1,20 @@
+/**
+ * Starts one Temporal dev server (in memory, headless, bound to 127.0.0.1) for the `temporal`
+ * test project, building the Temporal CLI first if it is not on this machine yet. Test files
+ * reach it through TEMPORAL_ADDRESS / TEMPORAL_NAMESPACE (see temporal.ts).
+ */
+import { ensureTemporalCli } from '../../scripts/temporal-cli';
+import { startDevServer, type DevServer } from '../../scripts/temporal-dev-server';
+
+declare global {
+  var __temporalDevServer: DevServer | undefined;
+}
+
+export default async function globalSetup(): Promise<void> {
+  const cli = await ensureTemporalCli((line) => process.stderr.write(`${line}\n`));
+  const server = await startDevServer({ cli, namespace: 'default' });
+  globalThis.__temporalDevServer = server;
+  process.env.TEMPORAL_ADDRESS = server.address;
+  process.env.TEMPORAL_NAMESPACE = server.namespace;
+  process.env.TEMPORAL_CLI_PATH = cli;
+}

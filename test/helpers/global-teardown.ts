@@ -1,0 +1,4 @@
+export default async function globalTeardown(): Promise<void> {
+  await globalThis.__temporalDevServer?.stop();
+  globalThis.__temporalDevServer = undefined;
+}

@@ -1,0 +1,25 @@
+/** Connections to the dev server that test/helpers/global-setup.ts started for this run. */
+import { randomUUID } from 'node:crypto';
+import { Client, Connection } from '@temporalio/client';
+import { NativeConnection } from '@temporalio/worker';
+
+export function testServerAddress(): { address: string; namespace: string } {
+  const address = process.env.TEMPORAL_ADDRESS;
+  if (!address) throw new Error('TEMPORAL_ADDRESS is not set: run this test through jest (the `temporal` project starts the server)');
+  return { address, namespace: process.env.TEMPORAL_NAMESPACE ?? 'default' };
+}
+
+export async function testClient(): Promise<{ client: Client; connection: Connection }> {
+  const { address, namespace } = testServerAddress();
+  const connection = await Connection.connect({ address });
+  return { client: new Client({ connection, namespace }), connection };
+}
+
+export async function testNativeConnection(): Promise<NativeConnection> {
+  return NativeConnection.connect({ address: testServerAddress().address });
+}
+
+/** A task queue no other test file uses, so workers of different files never share work. */
+export function uniqueTaskQueue(prefix: string): string {
+  return `${prefix}-${randomUUID().slice(0, 8)}`;
+}
