@@ -1,0 +1,32 @@
+/**
+ * Provider errors as Temporal failures with stable types. Unauthorized, validation, conflict,
+ * not-found and contract violations are non-retryable (retrying cannot help, and a bad key must
+ * not become a retry storm); a 429 retries after exactly the provider's Retry-After; an
+ * unavailable provider retries with the activity's backoff.
+ */
+import { ApplicationFailure } from '@temporalio/common';
+import { isProviderError, RateLimitedError } from '../provider/errors';
+import { PROVIDER_FAILURE_TYPES } from '../workflows/failures';
+
+export function toApplicationFailure(err: unknown): unknown {
+  if (!isProviderError(err)) return err;
+  return ApplicationFailure.create({
+    type: PROVIDER_FAILURE_TYPES[err.kind],
+    message: err.message,
+    nonRetryable: !err.retryable,
+    nextRetryDelay: err instanceof RateLimitedError ? err.retryAfterMs : undefined,
+    // Field names and the provider's code only: never request bodies (personal data) or keys.
+    details: [{ status: err.status, code: err.code, fields: err.details }],
+  });
+}
+
+/** Wraps an activity so provider errors leave it as typed ApplicationFailures. */
+export function withProviderFailures<A extends unknown[], R>(fn: (...args: A) => Promise<R>): (...args: A) => Promise<R> {
+  return async (...args: A) => {
+    try {
+      return await fn(...args);
+    } catch (err) {
+      throw toApplicationFailure(err);
+    }
+  };
+}

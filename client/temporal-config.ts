@@ -1,0 +1,29 @@
+/**
+ * Where Temporal is, the same for the worker, the bridge, the client library and the CLI.
+ * With nothing set: the local stack's dev server at 127.0.0.1:7233, namespace `default`.
+ */
+import { z } from 'zod';
+import { describeIssues, fieldIssues } from '../provider/validation';
+import { DEFAULT_TASK_QUEUE } from '../workflows/task-queues';
+
+const TemporalEnvSchema = z.object({
+  TEMPORAL_ADDRESS: z.string().regex(/^[^\s:]+:\d{1,5}$/, { message: 'must be host:port, e.g. 127.0.0.1:7233' }).default('127.0.0.1:7233'),
+  TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
+  DELIVERY_TASK_QUEUE: z.string().min(1).default(DEFAULT_TASK_QUEUE),
+});
+
+export interface TemporalSettings {
+  address: string;
+  namespace: string;
+  taskQueue: string;
+}
+
+export function temporalSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): TemporalSettings {
+  const parsed = TemporalEnvSchema.safeParse({
+    TEMPORAL_ADDRESS: env.TEMPORAL_ADDRESS || undefined,
+    TEMPORAL_NAMESPACE: env.TEMPORAL_NAMESPACE || undefined,
+    DELIVERY_TASK_QUEUE: env.DELIVERY_TASK_QUEUE || undefined,
+  });
+  if (!parsed.success) throw new Error(`invalid Temporal configuration: ${describeIssues(fieldIssues(parsed.error))}`);
+  return { address: parsed.data.TEMPORAL_ADDRESS, namespace: parsed.data.TEMPORAL_NAMESPACE, taskQueue: parsed.data.DELIVERY_TASK_QUEUE };
+}

@@ -1,0 +1,290 @@
+/**
+ * The delivery workflow on a real dev server, with mocked provider activities: each step,
+ * duplicates and regressions, every cancellation timing, update rules and the price guard.
+ */
+import { WorkflowFailedError, WorkflowUpdateFailedError, type Client, type Connection, type WorkflowHandle } from '@temporalio/client';
+import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
+import type { CreateDeliveryInput, ProviderActivities } from '../../activities/provider-activities';
+import {
+  approveQuoteUpdate,
+  rejectQuoteUpdate,
+  statusChangedSignal,
+  statusQuery,
+  updateDeliveryUpdate,
+  type DeliveryState,
+  type DeliveryWorkflowInput,
+  type StatusChange,
+} from '../../workflows/messages';
+import { deliveryWorkflowId } from '../../workflows/task-queues';
+import { deliveryRequest } from '../fixtures/orders';
+import { FakeProvider, Gate } from '../fixtures/fake-provider-activities';
+import { testClient } from '../helpers/temporal';
+import { startWorkers, type RunningWorkers } from '../helpers/workers';
+
+let provider: FakeProvider;
+const forwarding = Object.fromEntries(
+  (['quoteDelivery', 'createDelivery', 'getDelivery', 'updateDelivery', 'cancelDelivery'] as const).map((name) => [
+    name,
+    (...args: unknown[]) => (provider.activities[name] as (...a: unknown[]) => Promise<unknown>)(...args),
+  ]),
+) as unknown as ProviderActivities;
+
+let client: Client;
+let connection: Connection;
+let workers: RunningWorkers;
+let seq = 0;
+
+beforeAll(async () => {
+  ({ client, connection } = await testClient());
+  workers = await startWorkers(forwarding, { prefix: 'wf' });
+});
+afterAll(async () => {
+  await workers.stop();
+  await connection.close();
+});
+beforeEach(() => {
+  provider = new FakeProvider();
+});
+
+function start(overrides: Partial<DeliveryWorkflowInput> = {}, destinations = 2): Promise<WorkflowHandle> {
+  const reference = `T-${Date.now()}-${++seq}`;
+  const { reference_number: _r, ...order } = deliveryRequest({}, destinations);
+  return client.workflow.start('delivery', {
+    taskQueue: workers.taskQueue,
+    workflowId: deliveryWorkflowId(reference),
+    args: [{ reference, order, ...overrides } satisfies DeliveryWorkflowInput],
+  });
+}
+
+async function until(handle: WorkflowHandle, check: (s: DeliveryState) => boolean, what: string): Promise<DeliveryState> {
+  const deadline = Date.now() + 15_000;
+  for (;;) {
+    const s = await handle.query(statusQuery);
+    if (check(s)) return s;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; state: ${JSON.stringify(s)}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+const following = (h: WorkflowHandle) => until(h, (s) => s.phase === 'following', 'the following phase');
+
+function change(s: DeliveryState, status: string, extra: Partial<StatusChange> = {}): StatusChange {
+  return { deliveryId: s.deliveryId!, status, source: 'webhook', ...extra };
+}
+
+async function failureOf(promise: Promise<unknown>): Promise<Error> {
+  try {
+    await promise;
+  } catch (e) {
+    return e as Error;
+  }
+  throw new Error('expected a failure');
+}
+
+describe('the delivery workflow', () => {
+  it('quotes, creates with a key derived from the workflow id, follows every change and returns the final record', async () => {
+    const handle = await start();
+    const s = await following(handle);
+    const created = provider.callsTo('createDelivery')[0]!.args[0] as CreateDeliveryInput;
+    expect(created.idempotencyKey).toBe(handle.workflowId);
+    expect(created.request.reference_number).toBe(s.reference);
+    expect(s.quote?.price.amount).toBe(1250);
+
+    for (const status of ['ASSIGNED', 'UPCOMING', 'PICKED_UP']) await handle.signal(statusChangedSignal, change(s, status));
+    for (const d of s.destinations) {
+      await handle.signal(statusChangedSignal, change(s, 'IN_TRANSIT', { destinationId: d.id }));
+      await handle.signal(statusChangedSignal, change(s, 'DELIVERED', { destinationId: d.id }));
+    }
+    await handle.signal(statusChangedSignal, change(s, 'DELIVERED'));
+    const result = (await handle.result()) as DeliveryState;
+
+    expect(result.status).toBe('DELIVERED');
+    expect(result.phase).toBe('ended');
+    expect(result.destinations.map((d) => [d.status, d.trackingUrl])).toEqual(s.destinations.map((d) => ['DELIVERED', d.trackingUrl]));
+    expect(result.price).toEqual({ amount: 1250, currency: 'EUR' });
+    const deliveryTimeline = result.timeline.filter((e) => e.subject === 'delivery').map((e) => e.status);
+    expect(deliveryTimeline).toEqual(['CREATED', 'ASSIGNED', 'UPCOMING', 'PICKED_UP', 'DELIVERED']);
+    expect(result.timeline.every((e) => !Number.isNaN(Date.parse(e.at)))).toBe(true);
+  });
+
+  it('ignores duplicates and older statuses, and keeps an unknown status', async () => {
+    const handle = await start({}, 1);
+    const s = await following(handle);
+    await handle.signal(statusChangedSignal, change(s, 'UPCOMING', { eventId: 'evt_1' }));
+    await handle.signal(statusChangedSignal, change(s, 'UPCOMING', { eventId: 'evt_1' }));
+    await handle.signal(statusChangedSignal, change(s, 'ASSIGNED', { eventId: 'evt_0' })); // arrived late
+    await handle.signal(statusChangedSignal, change(s, 'HELD_AT_DEPOT', { eventId: 'evt_2' })); // a future status
+    const held = await until(handle, (x) => x.status === 'HELD_AT_DEPOT', 'the unknown status');
+    expect(held.timeline.filter((e) => e.subject === 'delivery').map((e) => e.status)).toEqual(['CREATED', 'UPCOMING', 'HELD_AT_DEPOT']);
+
+    await handle.signal(statusChangedSignal, change(s, 'CREATED', { eventId: 'evt_3' })); // still older than UPCOMING
+    await handle.signal(statusChangedSignal, change(s, 'CANCELED', { eventId: 'evt_4' }));
+    const result = (await handle.result()) as DeliveryState;
+    expect(result.status).toBe('CANCELED');
+    expect(result.timeline.filter((e) => e.subject === 'delivery').map((e) => e.status)).toEqual(['CREATED', 'UPCOMING', 'HELD_AT_DEPOT', 'CANCELED']);
+  });
+
+  it('applies a webhook that arrives while the creation call is still in flight', async () => {
+    provider.gates.createDelivery = new Gate();
+    const handle = await start({}, 1);
+    await provider.gates.createDelivery.entered;
+    await until(handle, (x) => x.phase === 'creating', 'creating');
+    // The provider has made the delivery and already reports it assigned; our call has not returned.
+    await handle.signal(statusChangedSignal, { deliveryId: 'del_fake1', status: 'ASSIGNED', source: 'webhook', eventId: 'evt_early' });
+    provider.gates.createDelivery.open();
+    const s = await until(handle, (x) => x.status === 'ASSIGNED', 'the early webhook applied');
+    expect(s.deliveryId).toBe('del_fake1');
+    await handle.terminate('test done');
+  });
+
+  describe('cancellation', () => {
+    it('before creation: nothing is created', async () => {
+      provider.gates.quoteDelivery = new Gate();
+      const handle = await start();
+      await provider.gates.quoteDelivery.entered;
+      await handle.cancel();
+      const err = await failureOf(handle.result());
+      expect(err).toBeInstanceOf(WorkflowFailedError);
+      expect((err as WorkflowFailedError).cause).toBeInstanceOf(CancelledFailure);
+      provider.gates.quoteDelivery.open();
+      const s = await handle.query(statusQuery);
+      expect(s.cancellation?.outcome).toBe('before_creation');
+      expect(provider.callsTo('createDelivery')).toHaveLength(0);
+    });
+
+    it('while creation is in flight: the creation finishes, then the delivery is cancelled at the provider', async () => {
+      provider.gates.createDelivery = new Gate();
+      const handle = await start();
+      await provider.gates.createDelivery.entered;
+      await handle.cancel();
+      await new Promise((r) => setTimeout(r, 300)); // the cancel must not cut the creation short
+      expect(provider.callsTo('cancelDelivery')).toHaveLength(0);
+      provider.gates.createDelivery.open();
+      const err = await failureOf(handle.result());
+      expect((err as WorkflowFailedError).cause).toBeInstanceOf(CancelledFailure);
+      expect(provider.callsTo('cancelDelivery').map((c) => c.args[0])).toEqual(['del_fake1']);
+      expect(provider.deliveries.get('del_fake1')!.status).toBe('CANCELED');
+      const s = await handle.query(statusQuery);
+      expect(s.status).toBe('CANCELED');
+      expect(s.cancellation?.outcome).toBe('cancelled');
+    });
+
+    it('after creation: the delivery is cancelled at the provider', async () => {
+      const handle = await start();
+      const s = await following(handle);
+      await handle.cancel();
+      await failureOf(handle.result());
+      expect(provider.deliveries.get(s.deliveryId!)!.status).toBe('CANCELED');
+      const after = await handle.query(statusQuery);
+      expect(after.status).toBe('CANCELED');
+      expect(after.destinations.every((d) => d.status === 'CANCELED')).toBe(true);
+    });
+
+    it('refused by the provider: records the refusal and follows the delivery to its real end', async () => {
+      const handle = await start({}, 1);
+      const s = await following(handle);
+      provider.setStatus(s.deliveryId!, 'PICKED_UP'); // the courier already has it; no webhook yet
+      await handle.cancel();
+      const refused = await until(handle, (x) => x.cancellation?.outcome === 'refused', 'the refusal');
+      expect(refused.cancellation?.reason).toMatch(/PICKED_UP/);
+      await handle.signal(statusChangedSignal, change(s, 'PICKED_UP'));
+      await handle.signal(statusChangedSignal, change(s, 'DELIVERED', { destinationId: s.destinations[0]!.id }));
+      await handle.signal(statusChangedSignal, change(s, 'DELIVERED'));
+      const result = (await handle.result()) as DeliveryState;
+      expect(result.status).toBe('DELIVERED');
+      expect(result.cancellation?.outcome).toBe('refused');
+    });
+  });
+
+  describe('price guard', () => {
+    const maxPrice = { amount: 1000, currency: 'EUR' };
+
+    it('waits for approval when the quote is over the maximum, then creates', async () => {
+      const handle = await start({ maxPrice });
+      await until(handle, (x) => x.phase === 'awaiting_approval', 'awaiting approval');
+      expect(provider.callsTo('createDelivery')).toHaveLength(0);
+      const s = await handle.executeUpdate(approveQuoteUpdate);
+      expect(s.timeline.map((e) => e.note)).toContain('quote approved');
+      await following(handle);
+      expect(provider.callsTo('createDelivery')).toHaveLength(1);
+      await handle.terminate('test done');
+    });
+
+    it('does not wait when the quote is within the maximum', async () => {
+      provider.quotePrice = 900;
+      const handle = await start({ maxPrice });
+      await following(handle);
+      await handle.terminate('test done');
+    });
+
+    it('ends with a clear failure and creates nothing when the quote is rejected', async () => {
+      const handle = await start({ maxPrice });
+      await until(handle, (x) => x.phase === 'awaiting_approval', 'awaiting approval');
+      await handle.executeUpdate(rejectQuoteUpdate, { args: ['too expensive today'] });
+      const err = (await failureOf(handle.result())) as WorkflowFailedError;
+      expect(err.cause).toBeInstanceOf(ApplicationFailure);
+      expect((err.cause as ApplicationFailure).type).toBe('QuoteRejected');
+      expect(err.cause?.message).toMatch(/1250 EUR was rejected \(too expensive today\); nothing was created/);
+      expect(provider.callsTo('createDelivery')).toHaveLength(0);
+    });
+
+    it('ends with a clear failure and creates nothing when no approval comes in time', async () => {
+      const handle = await start({ maxPrice, approvalTimeoutMs: 1_000 });
+      const err = (await failureOf(handle.result())) as WorkflowFailedError;
+      expect((err.cause as ApplicationFailure).type).toBe('QuoteApprovalTimedOut');
+      expect(err.cause?.message).toMatch(/over the maximum of 1000 and was not approved within 1 s/);
+      expect(provider.callsTo('createDelivery')).toHaveLength(0);
+    });
+
+    it('refuses a currency it cannot compare', async () => {
+      const handle = await start({ maxPrice: { amount: 5000, currency: 'USD' } });
+      const err = (await failureOf(handle.result())) as WorkflowFailedError;
+      expect((err.cause as ApplicationFailure).type).toBe('QuoteCurrencyMismatch');
+      expect(provider.callsTo('createDelivery')).toHaveLength(0);
+    });
+
+    it('rejects an approval when no quote is waiting', async () => {
+      const handle = await start();
+      await following(handle);
+      const err = await failureOf(handle.executeUpdate(approveQuoteUpdate));
+      expect(err).toBeInstanceOf(WorkflowUpdateFailedError);
+      expect((err as WorkflowUpdateFailedError).cause?.message).toMatch(/no quote is waiting for approval/);
+      await handle.terminate('test done');
+    });
+  });
+
+  describe('updateDelivery', () => {
+    it('calls the provider and returns the new state', async () => {
+      const handle = await start();
+      const s = await following(handle);
+      const updated = await handle.executeUpdate(updateDeliveryUpdate, { args: [{ destinations: [{ id: s.destinations[0]!.id, package_type: 'XLARGE' }] }] });
+      expect(updated.destinations[0]!.packageType).toBe('XLARGE');
+      expect(updated.price?.amount).toBe(1350);
+      expect(provider.callsTo('updateDelivery')).toHaveLength(1);
+      await handle.terminate('test done');
+    });
+
+    it.each([
+      [{ destinations: [{ id: 'dst_x', package_type: 'HUGE' }] }, /destinations\[0\]\.package_type/],
+      [{}, /must change at least one field/],
+      [{ destinations: [{ id: 'dst_nope', package_type: 'SMALL' }] }, /destinations\[0\]\.id: no destination dst_nope/],
+    ])('rejects %j with a reason, before calling the provider', async (patch, reason) => {
+      const handle = await start();
+      await following(handle);
+      const err = (await failureOf(handle.executeUpdate(updateDeliveryUpdate, { args: [patch as never] }))) as WorkflowUpdateFailedError;
+      expect(err.cause?.message).toMatch(reason);
+      expect(provider.callsTo('updateDelivery')).toHaveLength(0);
+      await handle.terminate('test done');
+    });
+
+    it('rejects a change once the delivery is picked up', async () => {
+      const handle = await start();
+      const s = await following(handle);
+      await handle.signal(statusChangedSignal, change(s, 'PICKED_UP'));
+      await until(handle, (x) => x.status === 'PICKED_UP', 'picked up');
+      const err = (await failureOf(handle.executeUpdate(updateDeliveryUpdate, { args: [{ is_food: true }] }))) as WorkflowUpdateFailedError;
+      expect(err.cause?.message).toMatch(/cannot be updated once it is PICKED_UP/);
+      expect(provider.callsTo('updateDelivery')).toHaveLength(0);
+      await handle.terminate('test done');
+    });
+  });
+});

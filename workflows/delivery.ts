@@ -1,0 +1,257 @@
+/**
+ * One workflow per delivery: quote → price guard → create → follow → end.
+ *
+ * Cancelling the workflow cancels the delivery:
+ *  - before creation, nothing is created;
+ *  - while the creation call is in flight, it is allowed to finish, then the delivery is
+ *    cancelled at the provider, so no delivery is ever left behind;
+ *  - after creation, the provider is asked to cancel in a non-cancellable scope; if it refuses
+ *    (already picked up), the refusal is recorded and the delivery is followed to its real end.
+ */
+import {
+  allHandlersFinished,
+  ApplicationFailure,
+  CancellationScope,
+  CancelledFailure,
+  condition,
+  isCancellation,
+  proxyActivities,
+  setHandler,
+  upsertSearchAttributes,
+  workflowInfo,
+  type ActivityOptions,
+} from '@temporalio/workflow';
+import type { ProviderActivities } from '../activities/provider-activities';
+import { canUpdate } from '../provider/lifecycle';
+import { UpdateDeliveryRequestSchema, type CreateDeliveryRequest, type DeliveryRecord, type Quote, type UpdateDeliveryRequest } from '../provider/schemas';
+import { describeIssues, fieldIssues } from '../provider/validation';
+import { NON_RETRYABLE_PROVIDER_FAILURES, PROVIDER_FAILURE_TYPES, WORKFLOW_FAILURE_TYPES } from './failures';
+import {
+  approveQuoteUpdate,
+  rejectQuoteUpdate,
+  statusChangedSignal,
+  statusQuery,
+  updateDeliveryUpdate,
+  type DeliveryResult,
+  type DeliveryState,
+  type DeliveryWorkflowInput,
+  type StatusChange,
+} from './messages';
+import { DeliveryId, DeliveryStatus, QuotedPrice } from './search-attributes';
+import { DeliveryTracker } from './state';
+import { providerTaskQueues } from './task-queues';
+
+/** Default wait for a person to approve a quote over the order's maximum price. */
+export const DEFAULT_APPROVAL_TIMEOUT_MS = 30 * 60_000;
+/** Changes that arrive before the delivery id is known are held, up to this many. */
+const PENDING_CHANGES_LIMIT = 1_000;
+
+/**
+ * Provider calls retry until they succeed or fail for good: a 429 waits for the provider's
+ * Retry-After (the failure's nextRetryDelay), an outage backs off to one attempt a minute. No
+ * schedule-to-close limit, so a long Retry-After (up to the 10-minute quote window) always fits;
+ * start-to-close covers one HTTP call (10 s client timeout) plus a lookup on retries.
+ */
+const providerCall: ActivityOptions = {
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute', nonRetryableErrorTypes: NON_RETRYABLE_PROVIDER_FAILURES },
+};
+
+function providerActivities() {
+  const queues = providerTaskQueues(workflowInfo().taskQueue);
+  return {
+    quotes: proxyActivities<ProviderActivities>({ ...providerCall, taskQueue: queues.quotes }),
+    creations: proxyActivities<ProviderActivities>({ ...providerCall, taskQueue: queues.creations }),
+    other: proxyActivities<ProviderActivities>({ ...providerCall, taskQueue: queues.other }),
+  };
+}
+
+/** A quote without a delivery: the same rate-limited path as the delivery workflow's quote. */
+export async function quoteOnly(order: CreateDeliveryRequest): Promise<Quote> {
+  return providerActivities().quotes.quoteDelivery(order);
+}
+
+export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryResult> {
+  const tracker = DeliveryTracker.start(input);
+  const state = tracker.state;
+  const act = providerActivities();
+  const request = { ...input.order, reference_number: input.reference };
+  const pending: StatusChange[] = [];
+  let decision: { approved: true } | { approved: false; reason: string } | undefined;
+
+  const now = () => new Date();
+  const setPhase = (phase: DeliveryState['phase']) => (state.phase = phase);
+  const statusChanged = (before: string | undefined) => {
+    if (state.status !== undefined && state.status !== before) upsertSearchAttributes([{ key: DeliveryStatus, value: state.status }]);
+  };
+  const takeRecord = (record: DeliveryRecord) => {
+    const before = state.status;
+    tracker.applyRecord(record, 'provider', now());
+    statusChanged(before);
+  };
+
+  setHandler(statusQuery, () => state);
+
+  setHandler(statusChangedSignal, (change) => {
+    if (state.deliveryId === undefined) {
+      if (pending.length < PENDING_CHANGES_LIMIT) pending.push(change);
+      return;
+    }
+    const before = state.status;
+    tracker.apply(change, now());
+    statusChanged(before);
+  });
+
+  const awaitingApproval = () => {
+    if (state.phase !== 'awaiting_approval') throw new Error(`no quote is waiting for approval (the delivery is ${state.phase})`);
+  };
+  setHandler(
+    approveQuoteUpdate,
+    () => {
+      decision = { approved: true };
+      tracker.note(now(), 'quote approved');
+      return state;
+    },
+    { validator: awaitingApproval },
+  );
+  setHandler(
+    rejectQuoteUpdate,
+    (reason: string) => {
+      decision = { approved: false, reason: reason || 'rejected' };
+      tracker.note(now(), `quote rejected: ${decision.reason}`);
+      return state;
+    },
+    { validator: (_reason: string) => awaitingApproval() },
+  );
+
+  setHandler(
+    updateDeliveryUpdate,
+    async (patch: UpdateDeliveryRequest) => {
+      const record = await act.other.updateDelivery({ deliveryId: state.deliveryId!, patch });
+      takeRecord(record);
+      tracker.note(now(), `updated: ${Object.keys(patch).join(', ')}`);
+      return state;
+    },
+    { validator: (patch: UpdateDeliveryRequest) => validateUpdate(state, patch) },
+  );
+
+  // 1. Quote, 2. price guard. A cancellation here ends the workflow with nothing created.
+  try {
+    const quote = await act.quotes.quoteDelivery(request);
+    state.quote = quote;
+    upsertSearchAttributes([{ key: QuotedPrice, value: quote.price.amount }]);
+    tracker.note(now(), `quoted ${quote.price.amount} ${quote.price.currency} (minor units)`);
+    if (input.maxPrice) await priceGuard(input, quote);
+    // A cancellation that arrived with the quote's result still counts as "before creation".
+    if (CancellationScope.current().consideredCancelled) throw new CancelledFailure('cancellation requested before creation');
+  } catch (err) {
+    if (isCancellation(err)) {
+      state.cancellation = { requestedAt: now().toISOString(), outcome: 'before_creation' };
+      tracker.note(now(), 'cancelled before creation: nothing was created');
+      setPhase('ended');
+    }
+    throw err;
+  }
+
+  // 3. Create. Non-cancellable: once the request may have reached the provider, we must learn
+  // the delivery's id so that a cancellation can reach it.
+  setPhase('creating');
+  const record = await CancellationScope.nonCancellable(() =>
+    act.creations.createDelivery({ request, idempotencyKey: workflowInfo().workflowId }),
+  );
+  takeRecord(record);
+  upsertSearchAttributes([{ key: DeliveryId, value: record.id }]);
+  const beforePending = state.status;
+  for (const change of pending.splice(0)) tracker.apply(change, now());
+  statusChanged(beforePending);
+  setPhase('following');
+
+  // 4. Follow until the delivery ends, or until the workflow is cancelled.
+  try {
+    if (CancellationScope.current().consideredCancelled) throw new CancelledFailure('cancellation requested while the delivery was being created');
+    await condition(() => tracker.ended);
+  } catch (err) {
+    if (!isCancellation(err)) throw err;
+    await cancelAtProvider(err);
+  }
+  setPhase('ended');
+  // An update that is still talking to the provider finishes before the workflow closes.
+  await CancellationScope.nonCancellable(() => condition(allHandlersFinished));
+  return state;
+
+  async function priceGuard(input: DeliveryWorkflowInput, quote: Quote): Promise<void> {
+    const max = input.maxPrice!;
+    if (max.currency !== quote.price.currency) {
+      throw ApplicationFailure.create({
+        type: WORKFLOW_FAILURE_TYPES.currencyMismatch,
+        message: `the quote is in ${quote.price.currency} but the maximum price is in ${max.currency}; nothing was created`,
+        nonRetryable: true,
+      });
+    }
+    if (quote.price.amount <= max.amount) return;
+
+    setPhase('awaiting_approval');
+    const timeoutMs = input.approvalTimeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS;
+    tracker.note(now(), `quote ${quote.price.amount} is over the maximum ${max.amount}: waiting up to ${Math.round(timeoutMs / 1000)} s for approval`);
+    const decided = await condition(() => decision !== undefined, timeoutMs);
+    if (!decided) {
+      tracker.note(now(), 'no approval in time: nothing was created');
+      setPhase('ended');
+      throw ApplicationFailure.create({
+        type: WORKFLOW_FAILURE_TYPES.quoteNotApproved,
+        message: `the quote of ${quote.price.amount} ${quote.price.currency} is over the maximum of ${max.amount} and was not approved within ${Math.round(timeoutMs / 1000)} s; nothing was created`,
+        nonRetryable: true,
+      });
+    }
+    if (decision && !decision.approved) {
+      setPhase('ended');
+      throw ApplicationFailure.create({
+        type: WORKFLOW_FAILURE_TYPES.quoteRejected,
+        message: `the quote of ${quote.price.amount} ${quote.price.currency} was rejected (${decision.reason}); nothing was created`,
+        nonRetryable: true,
+      });
+    }
+  }
+
+  async function cancelAtProvider(cancellation: unknown): Promise<void> {
+    const requestedAt = now().toISOString();
+    setPhase('cancelling');
+    try {
+      const cancelled = await CancellationScope.nonCancellable(() => act.other.cancelDelivery(state.deliveryId!));
+      takeRecord(cancelled);
+      state.cancellation = { requestedAt, outcome: 'cancelled' };
+      tracker.note(now(), 'cancelled at the provider');
+      setPhase('ended');
+    } catch (err) {
+      if (!isConflict(err)) throw err;
+      const reason = (err as { cause?: { message?: string } }).cause?.message ?? 'the provider refused';
+      state.cancellation = { requestedAt, outcome: 'refused', reason };
+      tracker.note(now(), `the provider refused to cancel (${reason}); following the delivery to its end`);
+      setPhase('following');
+      // The workflow's own scope is cancelled now; keep following outside of it.
+      await CancellationScope.nonCancellable(() => condition(() => tracker.ended));
+      return;
+    }
+    throw cancellation;
+  }
+}
+
+function isConflict(err: unknown): boolean {
+  const cause = (err as { cause?: unknown }).cause;
+  return cause instanceof ApplicationFailure && cause.type === PROVIDER_FAILURE_TYPES.conflict;
+}
+
+/** Synchronous update validator: rejects a bad or disallowed change before it reaches history. */
+function validateUpdate(state: DeliveryState, patch: UpdateDeliveryRequest): void {
+  const parsed = UpdateDeliveryRequestSchema.safeParse(patch);
+  if (!parsed.success) throw new Error(`invalid update: ${describeIssues(fieldIssues(parsed.error))}`);
+  if (state.deliveryId === undefined || state.phase !== 'following') {
+    throw new Error(`the delivery cannot be updated yet or any more (it is ${state.phase})`);
+  }
+  if (state.status === undefined || !canUpdate(state.status)) {
+    throw new Error(`the delivery cannot be updated once it is ${state.status}: updates are allowed while CREATED or ASSIGNED`);
+  }
+  (patch.destinations ?? []).forEach((d, i) => {
+    if (!state.destinations.some((x) => x.id === d.id)) throw new Error(`invalid update: destinations[${i}].id: no destination ${d.id} in this delivery`);
+  });
+}

@@ -1,0 +1,30 @@
+/**
+ * Stable ApplicationFailure types, shared by activities (which throw them) and workflows and
+ * clients (which branch on them). One per provider error kind, plus the workflow's own endings.
+ */
+import type { ProviderErrorKind } from '../provider/errors';
+
+export const PROVIDER_FAILURE_TYPES: Record<ProviderErrorKind, string> = {
+  unauthorized: 'ProviderUnauthorized',
+  not_found: 'ProviderNotFound',
+  conflict: 'ProviderConflict',
+  validation: 'ProviderValidation',
+  rate_limited: 'ProviderRateLimited',
+  unavailable: 'ProviderUnavailable',
+  contract_violation: 'ProviderContractViolation',
+};
+
+/** Errors retrying cannot fix; listed in retry policies as well as marked on the failure. */
+export const NON_RETRYABLE_PROVIDER_FAILURES = [
+  PROVIDER_FAILURE_TYPES.unauthorized,
+  PROVIDER_FAILURE_TYPES.not_found,
+  PROVIDER_FAILURE_TYPES.conflict,
+  PROVIDER_FAILURE_TYPES.validation,
+  PROVIDER_FAILURE_TYPES.contract_violation,
+];
+
+export const WORKFLOW_FAILURE_TYPES = {
+  quoteRejected: 'QuoteRejected',
+  quoteNotApproved: 'QuoteApprovalTimedOut',
+  currencyMismatch: 'QuoteCurrencyMismatch',
+} as const;

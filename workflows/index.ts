@@ -1,0 +1,2 @@
+// The workflows a worker registers (its `workflowsPath` points here).
+export { delivery, quoteOnly } from './delivery';

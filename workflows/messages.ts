@@ -1,0 +1,88 @@
+/**
+ * The delivery workflow's messages and data shapes, shared by the workflow, the bridge, the
+ * client library and the CLI. Workflow inputs carry no secrets: keys come from the worker's
+ * environment.
+ */
+import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import type { CreateDeliveryRequest, DeliveryStatus, DestinationStatus, PackageType, Price, Quote, UpdateDeliveryRequest } from '../provider/schemas';
+
+/** The order as the order system sends it; `reference_number` is set from the reference. */
+export type DeliveryOrder = Omit<CreateDeliveryRequest, 'reference_number'>;
+
+export interface DeliveryWorkflowInput {
+  /** Chosen by the order system; the workflow ID is `delivery:<reference>` and the provider's reference_number. */
+  reference: string;
+  order: DeliveryOrder;
+  /** The most the order system will pay without a person approving the quote. */
+  maxPrice?: Price;
+  /** How long to wait for approveQuote / rejectQuote when the quote is over maxPrice (ms). */
+  approvalTimeoutMs?: number;
+}
+
+/** Where a status change came from, shown in the timeline. */
+export type ChangeSource = 'provider' | 'webhook' | 'reconciliation';
+
+/** A status change of the delivery or of one destination: the payload of `statusChanged`. */
+export interface StatusChange {
+  deliveryId: string;
+  /** Absent for a change of the delivery itself. */
+  destinationId?: string;
+  status: DeliveryStatus | DestinationStatus;
+  /** The provider's event id, when the change came from a webhook (for duplicate detection). */
+  eventId?: string;
+  /** When the provider says it happened (ISO 8601). */
+  occurredAt?: string;
+  source: ChangeSource;
+}
+
+export type DeliveryPhase = 'quoting' | 'awaiting_approval' | 'creating' | 'following' | 'cancelling' | 'ended';
+
+export interface TimelineEntry {
+  /** Workflow time at which the change was applied (ISO 8601). */
+  at: string;
+  /** `delivery`, a destination id, or `workflow` for the workflow's own steps. */
+  subject: string;
+  status?: string;
+  note?: string;
+  source: ChangeSource | 'workflow';
+  eventId?: string;
+  occurredAt?: string;
+}
+
+export interface DestinationState {
+  id: string;
+  status: DestinationStatus;
+  trackingUrl: string;
+  referenceNumber: string | null;
+  packageType: PackageType;
+  timeWindowStart: string;
+  timeWindowEnd: string;
+}
+
+export interface CancellationOutcome {
+  requestedAt: string;
+  outcome: 'before_creation' | 'cancelled' | 'refused';
+  reason?: string;
+}
+
+export interface DeliveryState {
+  reference: string;
+  phase: DeliveryPhase;
+  deliveryId?: string;
+  status?: DeliveryStatus;
+  destinations: DestinationState[];
+  quote?: Quote;
+  price?: Price;
+  isFood: boolean;
+  cancellation?: CancellationOutcome;
+  timeline: TimelineEntry[];
+}
+
+/** What the workflow returns when the delivery has ended. */
+export type DeliveryResult = DeliveryState;
+
+export const statusChangedSignal = defineSignal<[StatusChange]>('statusChanged');
+export const statusQuery = defineQuery<DeliveryState>('status');
+export const updateDeliveryUpdate = defineUpdate<DeliveryState, [UpdateDeliveryRequest]>('updateDelivery');
+export const approveQuoteUpdate = defineUpdate<DeliveryState, []>('approveQuote');
+export const rejectQuoteUpdate = defineUpdate<DeliveryState, [reason: string]>('rejectQuote');

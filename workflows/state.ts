@@ -1,0 +1,142 @@
+/**
+ * The delivery's state and the monotonic state machine that moves it. Pure and deterministic
+ * (the caller passes the time), so it runs inside the workflow and in plain unit tests.
+ *
+ * Rules: a status moves only forward along the provider's lifecycle; a repeated or older status
+ * changes nothing; an unknown (future) status is kept and shown, without moving the lifecycle
+ * position, so a later known status still applies if it is further along.
+ */
+import { deliveryRank, destinationRank, isTerminalDelivery } from '../provider/lifecycle';
+import type { DeliveryRecord } from '../provider/schemas';
+import type { ChangeSource, DeliveryState, DeliveryWorkflowInput, StatusChange, TimelineEntry } from './messages';
+
+export type ChangeOutcome = 'applied' | 'duplicate' | 'stale' | 'other_delivery' | 'unknown_destination';
+
+/** How many webhook event ids are remembered for duplicate detection (bounded memory). */
+export const SEEN_EVENT_IDS_LIMIT = 2_000;
+
+/** Everything the tracker needs to carry over a continue-as-new. */
+export interface TrackerSnapshot {
+  state: DeliveryState;
+  ranks: Record<string, number>;
+  seenEventIds: string[];
+}
+
+export class DeliveryTracker {
+  readonly state: DeliveryState;
+  /** Lifecycle position of the last known status per subject ('delivery' or a destination id). */
+  private readonly ranks: Record<string, number>;
+  private readonly seenOrder: string[];
+  private readonly seen: Set<string>;
+
+  constructor(snapshot: TrackerSnapshot) {
+    this.state = snapshot.state;
+    this.ranks = snapshot.ranks;
+    this.seenOrder = snapshot.seenEventIds;
+    this.seen = new Set(snapshot.seenEventIds);
+  }
+
+  static start(input: DeliveryWorkflowInput): DeliveryTracker {
+    return new DeliveryTracker({
+      state: { reference: input.reference, phase: 'quoting', destinations: [], isFood: input.order.is_food, timeline: [] },
+      ranks: {},
+      seenEventIds: [],
+    });
+  }
+
+  snapshot(): TrackerSnapshot {
+    return { state: this.state, ranks: this.ranks, seenEventIds: [...this.seenOrder] };
+  }
+
+  get ended(): boolean {
+    return this.state.status !== undefined && isTerminalDelivery(this.state.status);
+  }
+
+  note(now: Date, note: string): void {
+    this.push({ at: now.toISOString(), subject: 'workflow', note, source: 'workflow' });
+  }
+
+  /** Takes in a full record from the provider (after create, update or a fetch). */
+  applyRecord(record: DeliveryRecord, source: ChangeSource, now: Date): void {
+    const s = this.state;
+    s.deliveryId = record.id;
+    s.price = record.price;
+    s.isFood = record.is_food;
+    for (const d of record.destinations) {
+      const known = s.destinations.find((x) => x.id === d.id);
+      const fields = {
+        trackingUrl: d.tracking_url,
+        referenceNumber: d.reference_number,
+        packageType: d.package_type,
+        timeWindowStart: d.time_window_start,
+        timeWindowEnd: d.time_window_end,
+      };
+      if (known) Object.assign(known, fields);
+      else {
+        s.destinations.push({ id: d.id, status: d.status, ...fields });
+        this.setRank(d.id, destinationRank(d.status));
+        this.push({ at: now.toISOString(), subject: d.id, status: d.status, source, occurredAt: d.updated_at });
+        continue;
+      }
+      this.apply({ deliveryId: record.id, destinationId: d.id, status: d.status, occurredAt: d.updated_at, source }, now);
+    }
+    this.apply({ deliveryId: record.id, status: record.status, occurredAt: record.updated_at, source }, now);
+  }
+
+  /** One status change, from a webhook or a fetch. */
+  apply(change: StatusChange, now: Date): ChangeOutcome {
+    if (change.eventId !== undefined && this.seen.has(change.eventId)) return 'duplicate';
+    const outcome = this.applyOnce(change, now);
+    if (change.eventId !== undefined) this.remember(change.eventId);
+    return outcome;
+  }
+
+  private applyOnce(change: StatusChange, now: Date): ChangeOutcome {
+    const s = this.state;
+    if (change.deliveryId !== s.deliveryId) return 'other_delivery';
+    const subject = change.destinationId ?? 'delivery';
+    let current: string | undefined;
+    let rank: number | undefined;
+    if (change.destinationId === undefined) {
+      current = s.status;
+      rank = deliveryRank(change.status);
+    } else {
+      const d = s.destinations.find((x) => x.id === change.destinationId);
+      if (!d) return 'unknown_destination';
+      current = d.status;
+      rank = destinationRank(change.status);
+    }
+    if (current === change.status) return 'duplicate';
+    const knownRank = this.ranks[subject];
+    if (rank !== undefined && knownRank !== undefined && rank <= knownRank) return 'stale';
+
+    if (change.destinationId === undefined) s.status = change.status;
+    else s.destinations.find((x) => x.id === change.destinationId)!.status = change.status;
+    this.setRank(subject, rank);
+    this.push({
+      at: now.toISOString(),
+      subject,
+      status: change.status,
+      source: change.source,
+      eventId: change.eventId,
+      occurredAt: change.occurredAt,
+    });
+    return 'applied';
+  }
+
+  private setRank(subject: string, rank: number | undefined): void {
+    if (rank !== undefined) this.ranks[subject] = rank;
+  }
+
+  private remember(eventId: string): void {
+    this.seen.add(eventId);
+    this.seenOrder.push(eventId);
+    if (this.seenOrder.length > SEEN_EVENT_IDS_LIMIT) this.seen.delete(this.seenOrder.shift()!);
+  }
+
+  private push(entry: TimelineEntry): void {
+    // Drop undefined fields so the history and query output stay compact.
+    const clean = Object.fromEntries(Object.entries(entry).filter(([, v]) => v !== undefined)) as unknown as TimelineEntry;
+    this.state.timeline.push(clean);
+  }
+}
