@@ -295,6 +295,7 @@ export const ERROR_CODES = [
   'invalid_json',
   'unauthorized',
   'not_found',
+  'method_not_allowed',
   'conflict',
   'idempotency_conflict',
   'validation_failed',

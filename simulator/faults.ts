@@ -54,3 +54,10 @@ export function roll(random: () => number, rate: number): boolean {
   if (rate >= 1) return true;
   return random() < rate;
 }
+
+/** Applies a validated partial update; fields left out (or undefined) keep their value. */
+export function mergeFaults(current: Faults, patch: unknown): Faults {
+  const parsed = FaultsPatchSchema.parse(patch);
+  const defined = Object.fromEntries(Object.entries(parsed).filter(([, v]) => v !== undefined)) as Partial<Faults>;
+  return { ...current, ...defined };
+}

@@ -68,6 +68,8 @@ export class Store {
   private readonly destinations = new Map<string, { delivery: StoredDelivery; destination: DestinationRecord }>();
   /** Per key, in creation order (so newest first = walk backwards). */
   private readonly byScope = new Map<string, StoredDelivery[]>();
+  /** Per key and reference number: the reconcile-before-re-create lookup stays O(matches). */
+  private readonly byReference = new Map<string, StoredDelivery[]>();
   /** Insertion order = expiry order (the TTL is constant), so expired records sit at the front. */
   private readonly idempotency = new Map<string, IdempotencyRecord>();
 
@@ -78,6 +80,12 @@ export class Store {
     let list = this.byScope.get(sd.scope);
     if (!list) this.byScope.set(sd.scope, (list = []));
     list.push(sd);
+    if (sd.record.reference_number !== null) {
+      const refKey = `${sd.scope}\u0000${sd.record.reference_number}`;
+      let refs = this.byReference.get(refKey);
+      if (!refs) this.byReference.set(refKey, (refs = []));
+      refs.push(sd);
+    }
   }
 
   /** A delivery of this key, or undefined (another key's delivery is as good as absent). */
@@ -101,7 +109,8 @@ export class Store {
   }
 
   listDeliveries(scope: string, filter: { status?: string; reference_number?: string }, page: number, pageSize: number): Page<DeliveryRecord> {
-    const list = this.byScope.get(scope) ?? [];
+    // reference_number never changes after creation, so its index is exact; a status filter scans.
+    const list = (filter.reference_number === undefined ? this.byScope.get(scope) : this.byReference.get(`${scope}\u0000${filter.reference_number}`)) ?? [];
     const match = (sd: StoredDelivery) =>
       (filter.status === undefined || sd.record.status === filter.status) &&
       (filter.reference_number === undefined || sd.record.reference_number === filter.reference_number);
@@ -147,6 +156,7 @@ export class Store {
     this.orders.clear();
     this.destinations.clear();
     this.byScope.clear();
+    this.byReference.clear();
     this.idempotency.clear();
   }
 }

@@ -18,6 +18,7 @@ import {
 import { deliveryWorkflowId } from '../../workflows/task-queues';
 import { deliveryRequest } from '../fixtures/orders';
 import { FakeProvider, Gate } from '../fixtures/fake-provider-activities';
+import { recordHistories } from '../helpers/histories';
 import { testClient } from '../helpers/temporal';
 import { startWorkers, type RunningWorkers } from '../helpers/workers';
 
@@ -33,6 +34,8 @@ let client: Client;
 let connection: Connection;
 let workers: RunningWorkers;
 let seq = 0;
+/** Workflows started by the current test; with RECORD_HISTORIES=1 their histories are saved for the replay test. */
+let started: WorkflowHandle[] = [];
 
 beforeAll(async () => {
   ({ client, connection } = await testClient());
@@ -44,16 +47,22 @@ afterAll(async () => {
 });
 beforeEach(() => {
   provider = new FakeProvider();
+  started = [];
+});
+afterEach(async () => {
+  if (process.env.RECORD_HISTORIES) await recordHistories(expect.getState().currentTestName ?? 'unnamed', started);
 });
 
-function start(overrides: Partial<DeliveryWorkflowInput> = {}, destinations = 2): Promise<WorkflowHandle> {
+async function start(overrides: Partial<DeliveryWorkflowInput> = {}, destinations = 2): Promise<WorkflowHandle> {
   const reference = `T-${Date.now()}-${++seq}`;
   const { reference_number: _r, ...order } = deliveryRequest({}, destinations);
-  return client.workflow.start('delivery', {
+  const handle = await client.workflow.start('delivery', {
     taskQueue: workers.taskQueue,
     workflowId: deliveryWorkflowId(reference),
     args: [{ reference, order, ...overrides } satisfies DeliveryWorkflowInput],
   });
+  started.push(handle);
+  return handle;
 }
 
 async function until(handle: WorkflowHandle, check: (s: DeliveryState) => boolean, what: string): Promise<DeliveryState> {

@@ -1,0 +1,35 @@
+/** `npm run bridge`: the webhook bridge on http://127.0.0.1:8080 by default. */
+import { Client, Connection } from '@temporalio/client';
+import { temporalSettingsFromEnv } from '../client/temporal-config';
+import { ProviderClient } from '../provider/client';
+import { providerConfigFromEnv } from '../provider/config';
+import { bridgeConfigFromEnv } from './config';
+import { createBridge, WEBHOOK_PATH } from './server';
+
+async function main(): Promise<void> {
+  const config = bridgeConfigFromEnv();
+  const temporal = temporalSettingsFromEnv();
+  const provider = new ProviderClient(providerConfigFromEnv());
+  const connection = await Connection.connect({ address: temporal.address });
+  const bridge = createBridge({
+    temporal: new Client({ connection, namespace: temporal.namespace }),
+    provider,
+    secrets: config.secrets,
+    retryAfterSeconds: config.retryAfterSeconds,
+  });
+  const url = await bridge.listen(config.port, config.host);
+  console.log(`bridge: listening on ${url}${WEBHOOK_PATH} (${config.secrets.length} secret(s)), Temporal ${temporal.address}`);
+  const stop = async () => {
+    await bridge.close();
+    await connection.close();
+    await provider.close();
+    process.exit(0);
+  };
+  process.once('SIGINT', () => void stop());
+  process.once('SIGTERM', () => void stop());
+}
+
+main().catch((err: Error) => {
+  console.error(`bridge: ${err.message}`);
+  process.exit(1);
+});

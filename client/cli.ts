@@ -1,0 +1,269 @@
+/**
+ * `delivery`: the command line for people and scripts. Readable tables by default, `--json` for
+ * scripts, and exit codes scripts can rely on:
+ *   0 done · 1 unexpected error · 2 bad usage or invalid input · 3 no such delivery ·
+ *   4 refused (by the provider or the workflow: bad key, rejected update, quote not approved) ·
+ *   5 unavailable (Temporal or the provider cannot be reached)
+ */
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { isProviderError } from '../provider/errors';
+import type { DeliveryState, TimelineEntry } from '../workflows/messages';
+import { DeliveryClient, DeliveryNotFoundError, DeliveryRequestRejectedError, InvalidInputError } from './delivery-client';
+
+export const EXIT = { ok: 0, error: 1, usage: 2, notFound: 3, refused: 4, unavailable: 5 } as const;
+
+const HELP = `delivery: start, follow and change deliveries
+
+Usage: delivery <command> [options]
+
+Commands:
+  check-key                           check the provider API key (DELIVERY_API_KEY)
+  quote    --order FILE|-             price an order without creating anything
+  create   --reference REF --order FILE|- [--max-price N --currency EUR]
+           [--approval-timeout SECONDS] [--watch]
+                                      start a delivery (the same reference never makes a second)
+  status   REF                        the delivery's current state
+  watch    REF                        live progress until the delivery ends
+  update   REF --patch FILE|-         change a delivery (while CREATED or ASSIGNED)
+  approve  REF                        approve a quote that is over the maximum price
+  reject   REF [--reason TEXT]        reject such a quote; nothing is created
+  cancel   REF [--no-wait]            cancel the delivery
+  list     [--status S] [--limit N]   deliveries, newest first
+
+Options:
+  --json        machine-readable output
+  -h, --help    this help
+
+Order and patch files are JSON in the provider's format (see docs/openapi.json); "-" reads stdin.
+Exit codes: 0 done, 1 unexpected error, 2 bad usage or input, 3 no such delivery,
+4 refused, 5 unavailable.
+`;
+
+class UsageError extends Error {}
+
+interface Out {
+  json: boolean;
+  print(value: unknown, human: () => string): void;
+}
+
+export async function main(argv: string[], io = { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin }): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: {
+        json: { type: 'boolean', default: false },
+        help: { type: 'boolean', short: 'h', default: false },
+        order: { type: 'string' },
+        patch: { type: 'string' },
+        reference: { type: 'string' },
+        'max-price': { type: 'string' },
+        currency: { type: 'string', default: 'EUR' },
+        'approval-timeout': { type: 'string' },
+        watch: { type: 'boolean', default: false },
+        reason: { type: 'string' },
+        'no-wait': { type: 'boolean', default: false },
+        status: { type: 'string' },
+        limit: { type: 'string' },
+      },
+    });
+  } catch (err) {
+    io.stderr.write(`delivery: ${(err as Error).message}\n\n${HELP}`);
+    return EXIT.usage;
+  }
+  const { values: v, positionals } = parsed;
+  const [command, ...rest] = positionals;
+  if (v.help || !command) {
+    (v.help ? io.stdout : io.stderr).write(HELP);
+    return v.help ? EXIT.ok : EXIT.usage;
+  }
+  const out: Out = {
+    json: v.json,
+    print(value, human) {
+      io.stdout.write(this.json ? JSON.stringify(value, null, 2) + '\n' : human() + '\n');
+    },
+  };
+
+  let client: DeliveryClient | undefined;
+  try {
+    const refArg = () => {
+      if (!rest[0]) throw new UsageError(`${command} needs a delivery reference`);
+      return rest[0];
+    };
+    const readJson = (flag: 'order' | 'patch'): unknown => {
+      const source = v[flag];
+      if (!source) throw new UsageError(`${command} needs --${flag} FILE (or - for stdin)`);
+      const text = source === '-' ? readFileSync(0, 'utf8') : readFileSync(source, 'utf8');
+      try {
+        return JSON.parse(text);
+      } catch (err) {
+        throw new InvalidInputError(flag, [{ field: '(file)', message: `is not valid JSON (${(err as Error).message})` }]);
+      }
+    };
+    const knownCommands = ['check-key', 'quote', 'create', 'status', 'watch', 'update', 'approve', 'reject', 'cancel', 'list'];
+    if (!knownCommands.includes(command)) throw new UsageError(`unknown command ${command}`);
+
+    client = await DeliveryClient.connect();
+    switch (command) {
+      case 'check-key': {
+        const r = await client.checkKey();
+        out.print(r, () => `the API key is valid for ${r.baseUrl}`);
+        return EXIT.ok;
+      }
+      case 'quote': {
+        const q = await client.quote(readJson('order') as never);
+        out.print(q, () => `price ${money(q.price.amount, q.price.currency)}, valid until ${q.expires_at}`);
+        return EXIT.ok;
+      }
+      case 'create': {
+        if (!v.reference) throw new UsageError('create needs --reference REF');
+        const maxPrice = v['max-price'] === undefined ? undefined : { amount: integer(v['max-price'], '--max-price'), currency: v.currency };
+        const approvalTimeoutMs = v['approval-timeout'] === undefined ? undefined : integer(v['approval-timeout'], '--approval-timeout') * 1000;
+        const started = await client.startDelivery(readJson('order') as never, { reference: v.reference, maxPrice, approvalTimeoutMs });
+        if (!v.watch) {
+          out.print(started, () =>
+            started.alreadyStarted
+              ? `a delivery with reference ${started.reference} exists already (${started.workflowId}); nothing new was started`
+              : `started ${started.workflowId}; follow it with: delivery watch ${started.reference}`,
+          );
+          return EXIT.ok;
+        }
+        return await watch(client, started.reference, out, io.stderr);
+      }
+      case 'status': {
+        const s = await client.getStatus(refArg());
+        out.print(s, () => renderState(s));
+        return EXIT.ok;
+      }
+      case 'watch':
+        return await watch(client, refArg(), out, io.stderr);
+      case 'update': {
+        const s = await client.updateDelivery(refArg(), readJson('patch') as never);
+        out.print(s, () => `updated.\n${renderState(s)}`);
+        return EXIT.ok;
+      }
+      case 'approve': {
+        const s = await client.approveQuote(refArg());
+        out.print(s, () => `quote approved; the delivery is being created.`);
+        return EXIT.ok;
+      }
+      case 'reject': {
+        const s = await client.rejectQuote(refArg(), v.reason);
+        out.print(s, () => `quote rejected; nothing will be created.`);
+        return EXIT.ok;
+      }
+      case 'cancel': {
+        const s = await client.cancelDelivery(refArg(), { wait: !v['no-wait'] });
+        out.print(s, () => renderCancellation(s));
+        return s.cancellation?.outcome === 'refused' ? EXIT.refused : EXIT.ok;
+      }
+      case 'list': {
+        const rows = await client.list({ status: v.status, limit: v.limit ? integer(v.limit, '--limit') : undefined });
+        out.print(rows, () =>
+          table(
+            ['REFERENCE', 'STATUS', 'WORKFLOW', 'PROVIDER ID', 'STARTED'],
+            rows.map((r) => [r.reference, r.deliveryStatus ?? '-', r.workflowStatus, r.deliveryId ?? '-', r.startTime.toISOString()]),
+          ),
+        );
+        return EXIT.ok;
+      }
+    }
+    return EXIT.usage;
+  } catch (err) {
+    return report(err, io.stderr, v.json);
+  } finally {
+    await client?.close().catch(() => undefined);
+  }
+}
+
+async function watch(client: DeliveryClient, reference: string, out: Out, stderr: NodeJS.WritableStream): Promise<number> {
+  let last: DeliveryState | undefined;
+  for await (const { state, changes } of client.watch(reference)) {
+    last = state;
+    if (out.json) for (const c of changes) out.print(c, () => '');
+    else for (const c of changes) stderr.write(`${renderEntry(c)}\n`);
+  }
+  if (!last) return EXIT.notFound;
+  if (!out.json) stderr.write('\n');
+  out.print(last, () => renderState(last!));
+  return EXIT.ok;
+}
+
+function report(err: unknown, stderr: NodeJS.WritableStream, json: boolean): number {
+  const [code, message] = classify(err);
+  if (json) stderr.write(JSON.stringify({ error: { code, message, ...(err instanceof InvalidInputError ? { details: err.issues } : {}) } }) + '\n');
+  else stderr.write(`delivery: ${message}\n`);
+  return code;
+}
+
+function classify(err: unknown): [number, string] {
+  if (err instanceof UsageError) return [EXIT.usage, `${err.message} (see delivery --help)`];
+  if (err instanceof InvalidInputError) return [EXIT.usage, err.message];
+  if (err instanceof DeliveryNotFoundError) return [EXIT.notFound, err.message];
+  if (err instanceof DeliveryRequestRejectedError) return [EXIT.refused, err.message];
+  if (isProviderError(err)) {
+    if (err.kind === 'unauthorized') return [EXIT.refused, 'the provider rejected the API key (check DELIVERY_API_KEY)'];
+    if (err.kind === 'unavailable') return [EXIT.unavailable, `the provider is unavailable: ${err.message}`];
+    return [EXIT.refused, err.message];
+  }
+  const e = err as Error & { code?: string };
+  if (e?.name === 'ServiceError' || e?.name === 'TransportError' || /connect|ECONNREFUSED|UNAVAILABLE|deadline/i.test(e?.message ?? '')) {
+    return [EXIT.unavailable, `Temporal is unavailable (${e.message}); is the local stack running (npm start)?`];
+  }
+  if ((err as NodeJS.ErrnoException)?.code === 'ENOENT') return [EXIT.usage, e.message];
+  return [EXIT.error, e?.message ?? String(err)];
+}
+
+function integer(text: string, flag: string): number {
+  if (!/^\d+$/.test(text)) throw new InvalidInputError('option', [{ field: flag, message: 'must be a whole number' }]);
+  return Number(text);
+}
+
+function money(amount: number, currency: string): string {
+  return `${(amount / 100).toFixed(2)} ${currency} (${amount} minor units)`;
+}
+
+export function renderState(s: DeliveryState): string {
+  const lines = [
+    `reference   ${s.reference}`,
+    `status      ${s.status ?? '-'} (${s.phase})`,
+    `provider id ${s.deliveryId ?? '-'}`,
+    `price       ${s.price ? money(s.price.amount, s.price.currency) : s.quote ? `quoted ${money(s.quote.price.amount, s.quote.price.currency)}` : '-'}`,
+  ];
+  if (s.cancellation) lines.push(`cancel      ${renderCancellation(s)}`);
+  if (s.destinations.length > 0) {
+    lines.push('', table(['DESTINATION', 'STATUS', 'WINDOW', 'TRACKING'], s.destinations.map((d) => [d.id, d.status, `${d.timeWindowStart} – ${d.timeWindowEnd}`, d.trackingUrl])));
+  }
+  return lines.join('\n');
+}
+
+function renderCancellation(s: DeliveryState): string {
+  switch (s.cancellation?.outcome) {
+    case 'before_creation':
+      return 'cancelled before creation: nothing was created';
+    case 'cancelled':
+      return 'cancelled at the provider';
+    case 'refused':
+      return `the provider refused to cancel (${s.cancellation.reason}); the delivery is followed to its end`;
+    default:
+      return `cancellation requested; the delivery is ${s.status ?? s.phase}`;
+  }
+}
+
+function renderEntry(e: TimelineEntry): string {
+  const what = e.status ? `${e.subject === 'delivery' ? 'delivery' : `destination ${e.subject}`} → ${e.status}` : e.note;
+  return `${e.at}  ${what}${e.source !== 'workflow' ? `  (${e.source})` : ''}`;
+}
+
+function table(headers: string[], rows: string[][]): string {
+  if (rows.length === 0) return '(none)';
+  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd();
+  return [line(headers), ...rows.map(line)].join('\n');
+}
+
+if (require.main === module) {
+  main(process.argv.slice(2)).then((code) => process.exit(code));
+}

@@ -1,0 +1,345 @@
+/**
+ * The client library for order systems: start, quote, follow, update, approve, cancel and watch
+ * deliveries. Everything goes through Temporal (the workflow owns the provider calls and their
+ * rate limits), except `checkKey`, which asks the provider directly.
+ *
+ * Input is validated before any workflow starts; an error names the field and the rule.
+ */
+import {
+  Client,
+  Connection,
+  WorkflowExecutionAlreadyStartedError,
+  WorkflowFailedError,
+  WorkflowNotFoundError,
+  WorkflowUpdateFailedError,
+  type WorkflowHandle,
+} from '@temporalio/client';
+import { ApplicationFailure, CancelledFailure, TerminatedFailure, TypedSearchAttributes } from '@temporalio/common';
+import { z } from 'zod';
+import { ProviderClient } from '../provider/client';
+import { providerConfigFromEnv, type ProviderConfig } from '../provider/config';
+import { pickupTimeIssues } from '../provider/rules';
+import {
+  CreateDeliveryRequestSchema,
+  PriceSchema,
+  ReferenceNumber,
+  UpdateDeliveryRequestSchema,
+  type FieldIssue,
+  type Price,
+  type Quote,
+  type UpdateDeliveryRequest,
+} from '../provider/schemas';
+import { describeIssues, fieldIssues } from '../provider/validation';
+import {
+  approveQuoteUpdate,
+  rejectQuoteUpdate,
+  statusQuery,
+  updateDeliveryUpdate,
+  type DeliveryOrder,
+  type DeliveryResult,
+  type DeliveryState,
+  type DeliveryWorkflowInput,
+  type TimelineEntry,
+} from '../workflows/messages';
+import * as SearchAttributes from '../workflows/search-attributes';
+import { deliveryWorkflowId, referenceFromWorkflowId } from '../workflows/task-queues';
+import { temporalSettingsFromEnv, type TemporalSettings } from './temporal-config';
+
+/** Bad input: nothing was started or changed. `issues` name each field and rule. */
+export class InvalidInputError extends Error {
+  constructor(
+    what: string,
+    readonly issues: FieldIssue[],
+  ) {
+    super(`invalid ${what}: ${describeIssues(issues)}`);
+    this.name = 'InvalidInputError';
+  }
+}
+
+export class DeliveryNotFoundError extends Error {
+  constructor(readonly reference: string) {
+    super(`no delivery with reference ${reference}`);
+    this.name = 'DeliveryNotFoundError';
+  }
+}
+
+/** The workflow or the provider refused a request (an update, an approval, a key, a quote). */
+export class DeliveryRequestRejectedError extends Error {
+  constructor(
+    message: string,
+    readonly type?: string,
+  ) {
+    super(message);
+    this.name = 'DeliveryRequestRejectedError';
+  }
+}
+
+export interface StartOptions {
+  /** Chosen by the order system; at most 64 characters. Starting twice with it never makes a second delivery. */
+  reference: string;
+  /** The most to pay without approval; over it the workflow waits for approveQuote. */
+  maxPrice?: Price;
+  approvalTimeoutMs?: number;
+}
+
+export interface StartedDelivery {
+  reference: string;
+  workflowId: string;
+  /** true when a delivery with this reference existed already; nothing new was started. */
+  alreadyStarted: boolean;
+}
+
+export interface DeliverySummary {
+  reference: string;
+  workflowId: string;
+  workflowStatus: string;
+  deliveryStatus?: string;
+  deliveryId?: string;
+  startTime: Date;
+}
+
+export interface WatchUpdate {
+  state: DeliveryState;
+  /** Timeline entries that are new since the previous update. */
+  changes: TimelineEntry[];
+}
+
+const DeliveryOrderSchema = CreateDeliveryRequestSchema.omit({ reference_number: true }).strict();
+const StartOptionsSchema = z.object({
+  reference: ReferenceNumber,
+  maxPrice: PriceSchema.optional(),
+  approvalTimeoutMs: z.number().int().min(1_000).max(7 * 24 * 3_600_000).optional(),
+});
+
+export interface DeliveryClientOptions {
+  temporal: Client;
+  taskQueue: string;
+  /** For checkKey; created from the environment when absent. */
+  provider?: ProviderClient;
+  /** Closed by close(), when the client made it. */
+  connection?: Connection;
+}
+
+export class DeliveryClient {
+  private readonly temporal: Client;
+  private readonly taskQueue: string;
+  private provider?: ProviderClient;
+  private readonly connection?: Connection;
+
+  constructor(o: DeliveryClientOptions) {
+    this.temporal = o.temporal;
+    this.taskQueue = o.taskQueue;
+    this.provider = o.provider;
+    this.connection = o.connection;
+  }
+
+  /** Connects with the environment's settings; with none, to the local stack. */
+  static async connect(settings: { temporal?: TemporalSettings; provider?: ProviderConfig } = {}): Promise<DeliveryClient> {
+    const t = settings.temporal ?? temporalSettingsFromEnv();
+    const connection = await Connection.connect({ address: t.address, connectTimeout: 5_000 });
+    const provider = settings.provider ? new ProviderClient(settings.provider) : undefined;
+    return new DeliveryClient({ temporal: new Client({ connection, namespace: t.namespace }), taskQueue: t.taskQueue, connection, provider });
+  }
+
+  async close(): Promise<void> {
+    await this.provider?.close();
+    await this.connection?.close();
+  }
+
+  async startDelivery(order: DeliveryOrder, options: StartOptions): Promise<StartedDelivery> {
+    const input = validateStart(order, options, Date.now());
+    const workflowId = deliveryWorkflowId(input.reference);
+    try {
+      await this.temporal.workflow.start('delivery', {
+        taskQueue: this.taskQueue,
+        workflowId,
+        args: [input],
+        // A reference is used once, ever: a finished delivery is not started again either.
+        workflowIdReusePolicy: 'REJECT_DUPLICATE',
+        typedSearchAttributes: new TypedSearchAttributes([
+          { key: SearchAttributes.OrderReference, value: input.reference },
+          { key: SearchAttributes.IsFood, value: input.order.is_food },
+          { key: SearchAttributes.DestinationCount, value: input.order.destinations.length },
+        ]),
+        staticSummary: deliverySummary(input),
+      });
+      return { reference: input.reference, workflowId, alreadyStarted: false };
+    } catch (err) {
+      if (err instanceof WorkflowExecutionAlreadyStartedError) return { reference: input.reference, workflowId, alreadyStarted: true };
+      throw err;
+    }
+  }
+
+  /** A price for this order, without creating anything (same rate-limited path as deliveries). */
+  async quote(order: DeliveryOrder): Promise<Quote> {
+    const parsed = DeliveryOrderSchema.safeParse(order);
+    if (!parsed.success) throw new InvalidInputError('order', fieldIssues(parsed.error));
+    try {
+      return await this.temporal.workflow.execute('quoteOnly', {
+        taskQueue: this.taskQueue,
+        workflowId: `quote:${crypto.randomUUID()}`,
+        args: [parsed.data],
+        staticSummary: `quote · ${parsed.data.destinations.length} stop(s)${parsed.data.is_food ? ' · food' : ''}`,
+      });
+    } catch (err) {
+      throw explainFailure(err);
+    }
+  }
+
+  async getStatus(reference: string): Promise<DeliveryState> {
+    return this.withHandle(reference, (h) => h.query(statusQuery));
+  }
+
+  /** Waits for the delivery to end and returns its final record. */
+  async result(reference: string): Promise<DeliveryResult> {
+    return this.withHandle(reference, async (h) => {
+      try {
+        return (await h.result()) as DeliveryResult;
+      } catch (err) {
+        if (err instanceof WorkflowFailedError && (err.cause instanceof CancelledFailure || err.cause instanceof TerminatedFailure)) {
+          return h.query(statusQuery);
+        }
+        throw explainFailure(err);
+      }
+    });
+  }
+
+  async updateDelivery(reference: string, patch: UpdateDeliveryRequest): Promise<DeliveryState> {
+    const parsed = UpdateDeliveryRequestSchema.safeParse(patch);
+    if (!parsed.success) throw new InvalidInputError('update', fieldIssues(parsed.error));
+    return this.withHandle(reference, (h) => h.executeUpdate(updateDeliveryUpdate, { args: [parsed.data] }));
+  }
+
+  async approveQuote(reference: string): Promise<DeliveryState> {
+    return this.withHandle(reference, (h) => h.executeUpdate(approveQuoteUpdate));
+  }
+
+  async rejectQuote(reference: string, reason = 'rejected'): Promise<DeliveryState> {
+    return this.withHandle(reference, (h) => h.executeUpdate(rejectQuoteUpdate, { args: [reason] }));
+  }
+
+  /**
+   * Cancels the delivery (workflow cancellation). With `wait`, returns the state once the
+   * workflow has settled it: cancelled, cancelled before creation, or refused by the provider
+   * (then the workflow follows the delivery to its real end and the state says so).
+   */
+  async cancelDelivery(reference: string, { wait = true }: { wait?: boolean } = {}): Promise<DeliveryState> {
+    return this.withHandle(reference, async (h) => {
+      await h.cancel();
+      if (!wait) return h.query(statusQuery);
+      const deadline = Date.now() + 120_000;
+      for (;;) {
+        const s = await h.query(statusQuery);
+        if (s.cancellation || s.phase === 'ended') return s;
+        if (Date.now() > deadline) return s;
+        await sleep(200);
+      }
+    });
+  }
+
+  /** Yields each change of the delivery until it ends (or `signal` aborts). */
+  async *watch(reference: string, { intervalMs = 500, signal }: { intervalMs?: number; signal?: AbortSignal } = {}): AsyncGenerator<WatchUpdate> {
+    let seen = 0;
+    let lastPhase: string | undefined;
+    for (;;) {
+      if (signal?.aborted) return;
+      const state = await this.getStatus(reference);
+      if (state.timeline.length > seen || state.phase !== lastPhase) {
+        yield { state, changes: state.timeline.slice(seen) };
+        seen = state.timeline.length;
+        lastPhase = state.phase;
+      }
+      if (state.phase === 'ended') return;
+      const description = await this.temporal.workflow.getHandle(deliveryWorkflowId(reference)).describe();
+      if (description.status.name !== 'RUNNING') {
+        const final = await this.getStatus(reference);
+        if (final.timeline.length > seen) yield { state: final, changes: final.timeline.slice(seen) };
+        return;
+      }
+      await sleep(intervalMs, signal);
+    }
+  }
+
+  /** Deliveries known to Temporal, newest first, found through their search attributes. */
+  async list({ status, limit = 50 }: { status?: string; limit?: number } = {}): Promise<DeliverySummary[]> {
+    const clauses = [`WorkflowType = 'delivery'`];
+    if (status) clauses.push(`DeliveryStatus = '${status.replace(/'/g, '')}'`);
+    const out: DeliverySummary[] = [];
+    for await (const wf of this.temporal.workflow.list({ query: clauses.join(' AND ') })) {
+      out.push({
+        reference: referenceFromWorkflowId(wf.workflowId) ?? wf.workflowId,
+        workflowId: wf.workflowId,
+        workflowStatus: wf.status.name,
+        deliveryStatus: wf.typedSearchAttributes.get(SearchAttributes.DeliveryStatus),
+        deliveryId: wf.typedSearchAttributes.get(SearchAttributes.DeliveryId),
+        startTime: wf.startTime,
+      });
+      if (out.length >= limit) break;
+    }
+    return out;
+  }
+
+  /** Resolves when the provider accepts the configured API key; rejects with a clear reason if not. */
+  async checkKey(): Promise<{ valid: true; baseUrl: string }> {
+    this.provider ??= new ProviderClient(providerConfigFromEnv());
+    await this.provider.checkKey();
+    return { valid: true, baseUrl: this.provider.baseUrl };
+  }
+
+  private async withHandle<T>(reference: string, fn: (h: WorkflowHandle) => Promise<T>): Promise<T> {
+    const ref = ReferenceNumber.safeParse(reference);
+    if (!ref.success) throw new InvalidInputError('reference', fieldIssues(ref.error).map((i) => ({ ...i, field: 'reference' })));
+    try {
+      return await fn(this.temporal.workflow.getHandle(deliveryWorkflowId(reference)));
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) throw new DeliveryNotFoundError(reference);
+      throw explainFailure(err);
+    }
+  }
+}
+
+function validateStart(order: DeliveryOrder, options: StartOptions, nowMs: number): DeliveryWorkflowInput {
+  const issues: FieldIssue[] = [];
+  const o = StartOptionsSchema.safeParse(options);
+  if (!o.success) issues.push(...fieldIssues(o.error));
+  if (order && typeof order === 'object' && 'reference_number' in order) {
+    issues.push({ field: 'order.reference_number', message: 'is set from the reference option; leave it out of the order' });
+  }
+  const parsed = DeliveryOrderSchema.safeParse(order);
+  if (!parsed.success) issues.push(...fieldIssues(parsed.error).map((i) => ({ ...i, field: `order.${i.field}` })));
+  else issues.push(...pickupTimeIssues(parsed.data.desired_pickup_time, nowMs).map((i) => ({ ...i, field: `order.${i.field}` })));
+  if (issues.length > 0 || !o.success || !parsed.success) throw new InvalidInputError('delivery', issues);
+  return { reference: o.data.reference, order: parsed.data, maxPrice: o.data.maxPrice, approvalTimeoutMs: o.data.approvalTimeoutMs };
+}
+
+/** "3 stops · food · ref A-1042": what an operator sees first in the Web UI. No personal data. */
+export function deliverySummary(input: DeliveryWorkflowInput): string {
+  const n = input.order.destinations.length;
+  return [`${n} ${n === 1 ? 'stop' : 'stops'}`, input.order.is_food ? 'food' : undefined, `ref ${input.reference}`].filter(Boolean).join(' · ');
+}
+
+/** Turns Temporal's failure wrappers into the reason a person needs. */
+function explainFailure(err: unknown): unknown {
+  if (err instanceof WorkflowUpdateFailedError) return new DeliveryRequestRejectedError(err.cause?.message ?? err.message, typeOf(err.cause));
+  if (err instanceof WorkflowFailedError) {
+    let cause: unknown = err.cause;
+    while (cause && !(cause instanceof ApplicationFailure) && (cause as { cause?: unknown }).cause) cause = (cause as { cause?: unknown }).cause;
+    const message = (cause as Error | undefined)?.message ?? err.message;
+    return new DeliveryRequestRejectedError(message, typeOf(cause));
+  }
+  return err;
+}
+
+function typeOf(failure: unknown): string | undefined {
+  return failure instanceof ApplicationFailure ? (failure.type ?? undefined) : undefined;
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const t = setTimeout(resolve, ms);
+    signal?.addEventListener('abort', () => {
+      clearTimeout(t);
+      resolve();
+    });
+  });
+}

@@ -1,0 +1,40 @@
+/**
+ * The simulator's shared state, handed to the API, control and page modules. Built once by
+ * server.ts; nothing here is global, so several simulators can run in one process (tests).
+ */
+import type { CappedLog } from './capped-log';
+import type { Clock, TimeScale } from './clock';
+import type { Faults } from './faults';
+import type { RollingWindowLimiter } from './rate-limiter';
+import type { Store } from './store';
+import type { AutoAdvancer, Lifecycle } from './transitions';
+import type { WebhookSender } from './webhooks';
+
+export interface RequestLogEntry {
+  method: string;
+  path: string;
+  query: string;
+  /** sha256 fingerprint of the presented key (never the key), or null when none was sent. */
+  key_fingerprint: string | null;
+  status: number;
+  time: string;
+  duration_ms: number;
+}
+
+export interface SimContext {
+  readonly now: Clock;
+  readonly scale: TimeScale;
+  readonly currency: string;
+  readonly store: Store;
+  readonly lifecycle: Lifecycle;
+  readonly auto: AutoAdvancer;
+  readonly webhooks: WebhookSender;
+  readonly limiter: RollingWindowLimiter;
+  readonly requests: CappedLog<RequestLogEntry>;
+  faults: Faults;
+  random: () => number;
+  /** Base of tracking links; the listen URL unless configured. */
+  publicBaseUrl: string;
+  /** Clears everything: records, windows, logs, webhook endpoint; faults back to defaults. */
+  reset(): void;
+}

@@ -1,0 +1,125 @@
+/**
+ * The /_sim control API: a local test tool with NO authentication. It can read every key's
+ * data and rewrite any delivery, so it must never be reachable from outside the machine (the
+ * simulator binds 127.0.0.1 by default for this reason). Not rate limited, not in the request log.
+ */
+import { z } from 'zod';
+import { fieldIssues } from '../provider/validation';
+import { secretKey, generateWebhookSecret } from '../provider/webhook-signature';
+import type { SimContext } from './context';
+import { dashboardPage } from './dashboard';
+import { FaultsPatchSchema, mergeFaults } from './faults';
+import { type Endpoint, errorReply, type Reply, type RouteTable, validationReply } from './http-util';
+
+export interface ControlCall {
+  params: string[];
+  query: URLSearchParams;
+  body: unknown;
+}
+type Handler = (ctx: SimContext, call: ControlCall) => Reply;
+export type ControlEndpoint = Endpoint<Handler>;
+
+const AdvanceSchema = z
+  .object({
+    destination_id: z.string().min(1).optional(),
+    /** Any string: tests may send statuses the contract does not know yet. */
+    status: z.string().min(1).max(64).optional(),
+  })
+  .strict();
+
+const WebhookEndpointSchema = z
+  .object({
+    url: z.url({ protocol: /^https?$/, message: 'must be an http(s) URL' }).nullable(),
+    secret: z
+      .string()
+      .refine(
+        (s) => {
+          try {
+            return secretKey(s).length > 0;
+          } catch {
+            return false;
+          }
+        },
+        { message: 'must be whsec_<base64>' },
+      )
+      .optional(),
+  })
+  .strict();
+
+function sinceParams(query: URLSearchParams): { since: number; limit: number } {
+  const since = Number(query.get('since') ?? 0);
+  const limit = Number(query.get('limit') ?? Number.POSITIVE_INFINITY);
+  return { since: Number.isInteger(since) && since > 0 ? since : 0, limit: limit > 0 ? limit : Number.POSITIVE_INFINITY };
+}
+
+const advance: Handler = (ctx, { params, body }) => {
+  const id = params[0] ?? '';
+  const sd = ctx.store.anyDelivery(id);
+  if (!sd) return errorReply(404, 'not_found', `no delivery with id ${id}`);
+  const parsed = AdvanceSchema.safeParse(body ?? {});
+  if (!parsed.success) return validationReply(fieldIssues(parsed.error));
+  const { destination_id, status } = parsed.data;
+  let changed: boolean;
+  if (destination_id !== undefined) {
+    const d = sd.record.destinations.find((x) => x.id === destination_id);
+    if (!d) return errorReply(404, 'not_found', `delivery ${id} has no destination ${destination_id}`);
+    changed = status !== undefined ? ctx.lifecycle.setDestination(sd, d, status) : ctx.lifecycle.stepDestination(sd, d);
+  } else {
+    changed = status !== undefined ? ctx.lifecycle.setDelivery(sd, status) : ctx.lifecycle.step(sd);
+  }
+  // Setting the current status again is a harmless no-op; only "no next step" is a conflict.
+  if (!changed && status === undefined) return errorReply(409, 'conflict', 'no next step on the happy path from the current status');
+  return { status: 200, body: sd.record };
+};
+
+const endpointView = (ctx: SimContext) => ({ url: ctx.webhooks.endpoint?.url ?? null, secret: ctx.webhooks.endpoint?.secret ?? null });
+
+const setWebhookEndpoint: Handler = (ctx, { body }) => {
+  const parsed = WebhookEndpointSchema.safeParse(body);
+  if (!parsed.success) return validationReply(fieldIssues(parsed.error));
+  const { url, secret } = parsed.data;
+  ctx.webhooks.endpoint = url === null ? null : { url, secret: secret ?? generateWebhookSecret() };
+  return { status: 200, body: endpointView(ctx) };
+};
+
+const setFaults: Handler = (ctx, { body }) => {
+  const parsed = FaultsPatchSchema.safeParse(body ?? {});
+  if (!parsed.success) return validationReply(fieldIssues(parsed.error));
+  ctx.faults = mergeFaults(ctx.faults, parsed.data);
+  return { status: 200, body: ctx.faults };
+};
+
+const requests: Handler = (ctx, { query }) => {
+  const { since, limit } = sinceParams(query);
+  const { entries, next } = ctx.requests.since(since, limit);
+  return { status: 200, body: { data: entries, next } };
+};
+
+const webhooks: Handler = (ctx, { query }) => {
+  const { since, limit } = sinceParams(query);
+  const { entries, next } = ctx.webhooks.attempts.since(since, limit);
+  return { status: 200, body: { data: entries, next, events: ctx.webhooks.dispatchList(), endpoint: ctx.webhooks.endpoint?.url ?? null } };
+};
+
+const deliveries: Handler = (ctx) => ({
+  status: 200,
+  body: { data: ctx.store.all().map((sd) => ({ key_fingerprint: sd.fingerprint, delivery: sd.record, order: sd.order })) },
+});
+
+const reset: Handler = (ctx) => {
+  ctx.reset();
+  return { status: 200, body: { reset: true, faults: ctx.faults } };
+};
+
+const json = (body: Endpoint<Handler>['body'], handle: Handler): ControlEndpoint => ({ body, handle });
+
+export const CONTROL_ROUTES: readonly RouteTable<ControlEndpoint>[] = [
+  { pattern: /^\/_sim\/?$/, methods: { GET: json('none', (ctx) => ({ status: 200, html: dashboardPage(ctx) })) } },
+  { pattern: /^\/_sim\/deliveries$/, methods: { GET: json('none', deliveries) } },
+  { pattern: /^\/_sim\/deliveries\/([^/]+)\/advance$/, methods: { POST: json('optional', advance) } },
+  { pattern: /^\/_sim\/webhook-endpoint$/, methods: { PUT: json('json', setWebhookEndpoint), GET: json('none', (ctx) => ({ status: 200, body: endpointView(ctx) })) } },
+  { pattern: /^\/_sim\/faults$/, methods: { POST: json('optional', setFaults), GET: json('none', (ctx) => ({ status: 200, body: ctx.faults })) } },
+  { pattern: /^\/_sim\/requests$/, methods: { GET: json('none', requests) } },
+  { pattern: /^\/_sim\/webhooks$/, methods: { GET: json('none', webhooks) } },
+  { pattern: /^\/_sim\/reset$/, methods: { POST: json('optional', reset) } },
+];

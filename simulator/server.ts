@@ -1,0 +1,345 @@
+/**
+ * The provider sandbox simulator: a real HTTP server (node:http, no framework) that stands in
+ * for the provider's sandbox, faithful to /work/shared/provider-contract.md. Used by tests,
+ * demos and benchmarks, so every path is bounded in cost and every failure becomes an answer
+ * (500 internal_error at worst) rather than a crash.
+ *
+ * Request path for /v1: fault 503 (not counted) → auth 401 → route → rate window (429, not
+ * counted; everything answered after this point counts, 404/405/4xx and idempotent replays
+ * included) → body rules 413/415/400 → handler → optional fault latency → answer → request log.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { PROVIDER_RATE_LIMITS, type CallFamily, type RateLimit } from '../provider/limits';
+import type { DeliveryRecord, OrderRecord } from '../provider/schemas';
+import { API_ROUTES, type ApiEndpoint } from './api';
+import { KeyRing } from './auth';
+import { CappedLog } from './capped-log';
+import { type Clock, iso, sleep, systemClock, TimeScale } from './clock';
+import type { RequestLogEntry, SimContext } from './context';
+import { CONTROL_ROUTES, type ControlEndpoint } from './control';
+import { trackingPage } from './dashboard';
+import { DEFAULT_FAULTS, type Faults, mergeFaults, roll, seededRandom } from './faults';
+import { errorReply, matchRoute, type Reply, type RouteTable, takeBody, writeReply } from './http-util';
+import { retryAfterHeaders, RollingWindowLimiter } from './rate-limiter';
+import { Store } from './store';
+import { AutoAdvancer, Lifecycle } from './transitions';
+import { type WebhookAttempt, type WebhookDispatch, type WebhookEndpoint, WebhookSender } from './webhooks';
+
+export const DEFAULT_PORT = 4010;
+export const DEFAULT_HOST = '127.0.0.1';
+
+export interface SimulatorOptions {
+  /** Keys accepted besides the default `sandbox-key`. */
+  apiKeys?: readonly string[];
+  /** Provider time runs this many times faster (default 1). Timestamps stay wall-clock. */
+  timeScale?: number;
+  /** ISO 4217 currency of prices (default EUR). */
+  currency?: string;
+  /** Auto mode: one step per delivery every this many provider-time ms (0 = manual, the default). */
+  autoAdvanceMs?: number;
+  /** Initial webhook endpoint (also restored by reset). */
+  webhook?: WebhookEndpoint | null;
+  /** Seed of the fault-injection random source (default 1). */
+  seed?: number;
+  /** Base URL of tracking links (default: the URL the server listens on). */
+  publicBaseUrl?: string;
+  /** Overrides of PROVIDER_RATE_LIMITS, in provider time (windows are divided by the time scale). */
+  rateLimits?: Partial<Record<CallFamily, Partial<RateLimit>>>;
+  /** Initial faults (also restored by reset); default none. */
+  faults?: Partial<Faults>;
+  /** Wall clock in ms (default Date.now); inject one to test rate windows exactly. */
+  clock?: Clock;
+  /** Real ms before a webhook attempt counts as failed (default 10 000; not scaled). */
+  webhookTimeoutMs?: number;
+  /** Entries kept in the request log and in the webhook attempt log (default 100 000 each). */
+  logCap?: number;
+  /** Where internal errors are reported (default console.error). Never receives API keys. */
+  onError?: (message: string) => void;
+}
+
+export interface Simulator {
+  listen(port?: number, host?: string): Promise<{ url: string }>;
+  close(): Promise<void>;
+  /** The listen URL, once listening. */
+  readonly url: string | undefined;
+  readonly server: Server;
+  /** Shared state, for tests that need to look deeper than the methods below. */
+  readonly context: SimContext;
+  /** Same as POST /_sim/deliveries/{id}/advance; throws if the id is unknown. */
+  advance(deliveryId: string, change?: { destination_id?: string; status?: string }): DeliveryRecord;
+  setWebhookEndpoint(endpoint: WebhookEndpoint | null): void;
+  setFaults(patch: Partial<Faults>): Faults;
+  readonly faults: Faults;
+  reset(): void;
+  deliveries(): { key_fingerprint: string; delivery: DeliveryRecord; order: OrderRecord }[];
+  requestLog(since?: number): (RequestLogEntry & { index: number })[];
+  webhookAttempts(since?: number): (WebhookAttempt & { index: number })[];
+  webhookEvents(): WebhookDispatch[];
+  /** Resolves once no webhook is in flight, waiting for a retry or held back. */
+  webhooksIdle(timeoutMs?: number): Promise<void>;
+}
+
+function resolveLimits(scale: TimeScale, overrides: SimulatorOptions['rateLimits'] = {}): Record<CallFamily, RateLimit> {
+  const out = {} as Record<CallFamily, RateLimit>;
+  for (const family of Object.keys(PROVIDER_RATE_LIMITS) as CallFamily[]) {
+    const l = { ...PROVIDER_RATE_LIMITS[family], ...overrides[family] };
+    out[family] = { limit: l.limit, windowMs: scale.real(l.windowMs) };
+  }
+  return out;
+}
+
+function hostForUrl(host: string): string {
+  return host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
+}
+
+export function createSimulator(options: SimulatorOptions = {}): Simulator {
+  const now = options.clock ?? systemClock;
+  const scale = new TimeScale(options.timeScale ?? 1);
+  const onError = options.onError ?? ((m: string) => console.error(`[simulator] ${m}`));
+  const logCap = options.logCap ?? 100_000;
+  const initialFaults: Faults = mergeFaults(DEFAULT_FAULTS, options.faults ?? {});
+  const seed = options.seed ?? 1;
+  const keys = new KeyRing(options.apiKeys);
+  const store = new Store();
+  const limiter = new RollingWindowLimiter(resolveLimits(scale, options.rateLimits), now);
+
+  // The context is filled in below; the sender and lifecycle read faults/random through it.
+  const ctx = {} as SimContext & { faults: Faults; random: () => number; publicBaseUrl: string };
+  const webhooks = new WebhookSender({
+    scale,
+    now,
+    random: () => ctx.random(),
+    faults: () => ctx.faults,
+    timeoutMs: options.webhookTimeoutMs ?? 10_000,
+    logCap,
+    onError,
+  });
+  const lifecycle = new Lifecycle({ now, emit: (e) => webhooks.emit(e), onTerminal: (sd) => auto.stop(sd.record.id) });
+  const auto = new AutoAdvancer(scale.real(options.autoAdvanceMs ?? 0), (sd) => lifecycle.step(sd), onError);
+  const requests = new CappedLog<RequestLogEntry>(logCap);
+  let url: string | undefined;
+
+  const reset = () => {
+    auto.clear();
+    store.clear();
+    limiter.reset();
+    requests.clear();
+    webhooks.reset();
+    webhooks.endpoint = options.webhook ?? null;
+    ctx.faults = { ...initialFaults };
+    ctx.random = seededRandom(seed);
+  };
+  Object.assign(ctx, {
+    now,
+    scale,
+    currency: options.currency ?? 'EUR',
+    store,
+    lifecycle,
+    auto,
+    webhooks,
+    limiter,
+    requests,
+    faults: { ...initialFaults },
+    random: seededRandom(seed),
+    publicBaseUrl: (options.publicBaseUrl ?? `http://${DEFAULT_HOST}:${DEFAULT_PORT}`).replace(/\/+$/, ''),
+    reset,
+  });
+  webhooks.endpoint = options.webhook ?? null;
+
+  const internalError = (e: unknown): Reply => {
+    onError(`internal error: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
+    return errorReply(500, 'internal_error', 'internal error in the simulator');
+  };
+
+  async function apiReply(req: IncomingMessage, method: string, u: URL, who: { fingerprint: string | null }): Promise<Reply> {
+    if (roll(ctx.random, ctx.faults.error_rate)) return errorReply(503, 'service_unavailable', 'injected fault: service unavailable');
+    const auth = keys.authenticate(req.headers.authorization);
+    who.fingerprint = auth.ok ? auth.caller.fingerprint : auth.fingerprint;
+    if (!auth.ok) return { ...errorReply(401, 'unauthorized', auth.message), headers: { 'www-authenticate': 'Bearer' } };
+
+    const route = matchRoute<ApiEndpoint>(API_ROUTES, method, u.pathname);
+    const decision = limiter.tryAcquire(auth.caller.scope, route.kind === 'found' ? route.endpoint.family : 'other');
+    if (!decision.allowed) {
+      return { ...errorReply(429, 'rate_limited', 'rate limit exceeded; retry after the Retry-After header'), headers: retryAfterHeaders(decision.retryAfterMs) };
+    }
+    if (route.kind === 'not_found') return errorReply(404, 'not_found', `no route ${method} ${u.pathname}`);
+    if (route.kind === 'method_not_allowed') return { ...errorReply(405, 'method_not_allowed', `${method} is not allowed here`), headers: { allow: route.allow } };
+
+    const body = await takeBody(req, route.endpoint.body);
+    if (!body.ok) return body.reply;
+    const idem = req.headers['idempotency-key'];
+    return route.endpoint.handle(ctx, {
+      caller: auth.caller,
+      params: route.params,
+      query: u.searchParams,
+      body: body.value,
+      idempotencyKey: typeof idem === 'string' ? idem : undefined,
+    });
+  }
+
+  async function serveApi(req: IncomingMessage, res: ServerResponse, method: string, u: URL): Promise<void> {
+    const startedAt = now();
+    const started = performance.now();
+    const who = { fingerprint: null as string | null };
+    let reply: Reply;
+    try {
+      reply = await apiReply(req, method, u, who);
+    } catch (e) {
+      reply = internalError(e);
+    }
+    const latency = ctx.faults.latency_ms;
+    if (latency > 0) await sleep(latency);
+    writeReply(req, res, reply);
+    requests.push({
+      method,
+      path: u.pathname,
+      query: u.search,
+      key_fingerprint: who.fingerprint,
+      status: reply.status,
+      time: iso(startedAt),
+      duration_ms: Math.round((performance.now() - started) * 100) / 100,
+    });
+  }
+
+  async function serveTable<E extends ControlEndpoint>(req: IncomingMessage, res: ServerResponse, table: readonly RouteTable<E>[], method: string, u: URL): Promise<void> {
+    let reply: Reply;
+    try {
+      const route = matchRoute(table, method, u.pathname);
+      if (route.kind === 'not_found') reply = errorReply(404, 'not_found', `no route ${method} ${u.pathname}`);
+      else if (route.kind === 'method_not_allowed') reply = { ...errorReply(405, 'method_not_allowed', `${method} is not allowed here`), headers: { allow: route.allow } };
+      else {
+        const body = await takeBody(req, route.endpoint.body);
+        reply = body.ok ? route.endpoint.handle(ctx, { params: route.params, query: u.searchParams, body: body.value }) : body.reply;
+      }
+    } catch (e) {
+      reply = internalError(e);
+    }
+    writeReply(req, res, reply);
+  }
+
+  const PUBLIC_ROUTES: readonly RouteTable<ControlEndpoint>[] = [
+    {
+      pattern: /^\/track\/([^/]+)$/,
+      methods: {
+        GET: {
+          body: 'none',
+          handle: (c, { params }) => {
+            const html = trackingPage(c, params[0] ?? '');
+            return html === null ? { status: 404, html: '<!doctype html><title>Not found</title><p>Unknown tracking link.</p>' } : { status: 200, html };
+          },
+        },
+      },
+    },
+    { pattern: /^\/openapi\.json$/, methods: { GET: { body: 'none', handle: () => ({ status: 200, body: loadOpenApi(url ?? ctx.publicBaseUrl) }) } } },
+  ];
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    req.on('error', () => undefined);
+    res.on('error', () => undefined);
+    const method = req.method ?? 'GET';
+    let u: URL;
+    try {
+      u = new URL(req.url ?? '/', 'http://simulator.invalid');
+    } catch {
+      writeReply(req, res, errorReply(404, 'not_found', 'unparseable request target'));
+      return;
+    }
+    const p = u.pathname;
+    if (p === '/v1' || p.startsWith('/v1/')) return serveApi(req, res, method, u);
+    if (p === '/_sim' || p.startsWith('/_sim/')) return serveTable(req, res, CONTROL_ROUTES, method, u);
+    return serveTable(req, res, PUBLIC_ROUTES, method, u);
+  }
+
+  const server = createServer((req, res) => {
+    handle(req, res).catch((e) => {
+      try {
+        writeReply(req, res, internalError(e));
+      } catch {
+        res.destroy();
+      }
+    });
+  });
+
+  const sim: Simulator = {
+    listen(port = DEFAULT_PORT, host = DEFAULT_HOST) {
+      return new Promise((resolve, reject) => {
+        const onListenError = (e: Error) => reject(e);
+        server.once('error', onListenError);
+        server.listen(port, host, () => {
+          server.off('error', onListenError);
+          server.on('error', (e) => onError(`server error: ${e.message}`));
+          const addr = server.address() as AddressInfo;
+          url = `http://${hostForUrl(host)}:${addr.port}`;
+          if (options.publicBaseUrl === undefined) ctx.publicBaseUrl = url;
+          resolve({ url });
+        });
+      });
+    },
+    async close() {
+      auto.clear();
+      await webhooks.close();
+      await new Promise<void>((resolve) => {
+        if (!server.listening) return resolve();
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+    },
+    get url() {
+      return url;
+    },
+    server,
+    context: ctx,
+    advance(deliveryId, change = {}) {
+      const sd = store.anyDelivery(deliveryId);
+      if (!sd) throw new Error(`no delivery ${deliveryId}`);
+      const d = change.destination_id === undefined ? undefined : sd.record.destinations.find((x) => x.id === change.destination_id);
+      if (change.destination_id !== undefined && !d) throw new Error(`delivery ${deliveryId} has no destination ${change.destination_id}`);
+      if (d) {
+        if (change.status !== undefined) lifecycle.setDestination(sd, d, change.status);
+        else lifecycle.stepDestination(sd, d);
+      } else if (change.status !== undefined) lifecycle.setDelivery(sd, change.status);
+      else lifecycle.step(sd);
+      return sd.record;
+    },
+    setWebhookEndpoint(endpoint) {
+      webhooks.endpoint = endpoint;
+    },
+    setFaults(patch) {
+      ctx.faults = mergeFaults(ctx.faults, patch);
+      return ctx.faults;
+    },
+    get faults() {
+      return ctx.faults;
+    },
+    reset,
+    deliveries: () => store.all().map((sd) => ({ key_fingerprint: sd.fingerprint, delivery: sd.record, order: sd.order })),
+    requestLog: (since = 0) => requests.since(since).entries,
+    webhookAttempts: (since = 0) => webhooks.attempts.since(since).entries,
+    webhookEvents: () => webhooks.dispatchList(),
+    async webhooksIdle(timeoutMs = 10_000) {
+      const deadline = performance.now() + timeoutMs;
+      while (!webhooks.quiet) {
+        if (performance.now() > deadline) throw new Error('webhooks still busy');
+        await sleep(5);
+      }
+    },
+  };
+  return sim;
+}
+
+type OpenApiModule = { openApiDocument: (servers?: { url: string; description: string }[]) => unknown };
+let openApiCache: { url: string; doc: unknown } | undefined;
+
+/**
+ * provider/openapi.ts is written separately and loaded lazily, so the simulator still starts
+ * (and only this route fails) if that module is missing or broken.
+ */
+function loadOpenApi(serverUrl: string): unknown {
+  if (openApiCache?.url !== serverUrl) {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const mod = require('../provider/openapi') as OpenApiModule;
+    openApiCache = { url: serverUrl, doc: mod.openApiDocument([{ url: serverUrl, description: 'Local sandbox simulator' }]) };
+  }
+  return openApiCache.doc;
+}
