@@ -24,7 +24,7 @@ Commands:
            [--approval-timeout SECONDS] [--watch]
                                       start a delivery (the same reference never makes a second)
   status   REF                        the delivery's current state
-  watch    REF                        live progress until the delivery ends
+  watch    REF                        live progress until the delivery ends (--json: one line per change)
   update   REF --patch FILE|-         change a delivery (while CREATED or ASSIGNED)
   approve  REF                        approve a quote that is over the maximum price
   reject   REF [--reason TEXT]        reject such a quote; nothing is created
@@ -45,6 +45,7 @@ class UsageError extends Error {}
 interface Out {
   json: boolean;
   print(value: unknown, human: () => string): void;
+  line(text: string): void;
 }
 
 export async function main(argv: string[], io = { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin }): Promise<number> {
@@ -83,6 +84,9 @@ export async function main(argv: string[], io = { stdout: process.stdout, stderr
     json: v.json,
     print(value, human) {
       io.stdout.write(this.json ? JSON.stringify(value, null, 2) + '\n' : human() + '\n');
+    },
+    line(text) {
+      io.stdout.write(text + '\n');
     },
   };
 
@@ -178,16 +182,20 @@ export async function main(argv: string[], io = { stdout: process.stdout, stderr
   }
 }
 
+/** Human output: changes on stderr as they happen, the final state on stdout. `--json`: one
+ * line per change (`{"change":...}`) and a last line with the final state (`{"final":...}`). */
 async function watch(client: DeliveryClient, reference: string, out: Out, stderr: NodeJS.WritableStream): Promise<number> {
   let last: DeliveryState | undefined;
   for await (const { state, changes } of client.watch(reference)) {
     last = state;
-    if (out.json) for (const c of changes) out.print(c, () => '');
-    else for (const c of changes) stderr.write(`${renderEntry(c)}\n`);
+    for (const c of changes) {
+      if (out.json) out.line(JSON.stringify({ change: c }));
+      else stderr.write(`${renderEntry(c)}\n`);
+    }
   }
   if (!last) return EXIT.notFound;
-  if (!out.json) stderr.write('\n');
-  out.print(last, () => renderState(last!));
+  if (out.json) out.line(JSON.stringify({ final: last }));
+  else out.line(`\n${renderState(last)}`);
   return EXIT.ok;
 }
 
