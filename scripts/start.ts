@@ -1,12 +1,16 @@
 /**
  * `npm start`: the whole local stack in one command.
  *   - a Temporal dev server (gRPC 127.0.0.1:7233, Web UI http://127.0.0.1:8233, data in .data/),
- *   - the provider simulator (http://127.0.0.1:4010) with statuses advancing on their own.
- * Ctrl-C stops everything; started again, the dev server finds its data where it left it.
+ *   - the provider simulator (http://127.0.0.1:4010) with statuses advancing on their own and
+ *     its webhooks pointed at the bridge,
+ *   - the delivery worker,
+ *   - the webhook bridge (http://127.0.0.1:8080), sharing a webhook secret with the simulator.
+ * Ctrl-C stops everything; started again, the dev server finds its workflows where it left them.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { generateWebhookSecret } from '../provider/webhook-signature';
 import { ensureTemporalCli } from './temporal-cli';
 import { startDevServer, stopProcess, type DevServer } from './temporal-dev-server';
 
@@ -15,6 +19,7 @@ const dataDir = join(root, '.data');
 const TEMPORAL_PORT = Number(process.env.TEMPORAL_PORT ?? 7233);
 const TEMPORAL_UI_PORT = Number(process.env.TEMPORAL_UI_PORT ?? 8233);
 const SIMULATOR_URL = 'http://127.0.0.1:4010';
+const BRIDGE_URL = 'http://127.0.0.1:8080';
 
 const children: { name: string; process: ChildProcess }[] = [];
 let devServer: DevServer | undefined;
@@ -24,15 +29,23 @@ function log(line: string): void {
   process.stdout.write(`[start] ${line}\n`);
 }
 
-/** Runs a TypeScript entry point of this project as a child, its output prefixed by its name. */
-function runService(name: string, entry: string, env: NodeJS.ProcessEnv): ChildProcess {
+/**
+ * Runs a TypeScript entry point of this project as a child, its output prefixed by its name.
+ * Resolves once the child prints a line matching `ready`.
+ */
+function runService(name: string, entry: string, env: NodeJS.ProcessEnv, ready: RegExp): Promise<ChildProcess> {
   const child = spawn(process.execPath, ['--import', 'tsx', join(root, entry)], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let markReady: () => void = () => undefined;
+  const isReady = new Promise<void>((r) => (markReady = r));
   const prefix = (chunk: Buffer) =>
     chunk
       .toString()
       .split('\n')
       .filter(Boolean)
-      .forEach((l) => process.stdout.write(`[${name}] ${l}\n`));
+      .forEach((l) => {
+        process.stdout.write(`[${name}] ${l}\n`);
+        if (ready.test(l)) markReady();
+      });
   child.stdout?.on('data', prefix);
   child.stderr?.on('data', prefix);
   child.on('exit', (code, signal) => {
@@ -42,7 +55,7 @@ function runService(name: string, entry: string, env: NodeJS.ProcessEnv): ChildP
     }
   });
   children.push({ name, process: child });
-  return child;
+  return isReady.then(() => child);
 }
 
 async function shutdown(code: number): Promise<void> {
@@ -64,17 +77,36 @@ async function main(): Promise<void> {
   log('starting the Temporal dev server...');
   devServer = await startDevServer({ cli, port: TEMPORAL_PORT, uiPort: TEMPORAL_UI_PORT, dbFilename: join(dataDir, 'temporal.db') });
 
-  runService('simulator', 'simulator/main.ts', {
-    SIMULATOR_AUTO_ADVANCE_MS: process.env.SIMULATOR_AUTO_ADVANCE_MS ?? '5000',
-  });
+  // The local sandbox's signing secret, kept with the data so webhooks still being retried
+  // after a restart keep verifying. Never printed.
+  const secretFile = join(dataDir, 'webhook-secret');
+  if (!existsSync(secretFile)) writeFileSync(secretFile, generateWebhookSecret(), { mode: 0o600 });
+  const webhookSecret = readFileSync(secretFile, 'utf8').trim();
+  const temporalEnv = { TEMPORAL_ADDRESS: devServer.address, TEMPORAL_NAMESPACE: devServer.namespace };
+
+  await runService(
+    'simulator',
+    'simulator/main.ts',
+    {
+      SIMULATOR_AUTO_ADVANCE_MS: process.env.SIMULATOR_AUTO_ADVANCE_MS ?? '5000',
+      SIMULATOR_WEBHOOK_URL: `${BRIDGE_URL}/webhooks/delivery`,
+      SIMULATOR_WEBHOOK_SECRET: webhookSecret,
+    },
+    /listening on/,
+  );
+  await Promise.all([
+    runService('worker', 'worker/main.ts', { ...temporalEnv, DELIVERY_API_URL: SIMULATOR_URL }, /^worker: task queue/),
+    runService('bridge', 'bridge/main.ts', { ...temporalEnv, DELIVERY_API_URL: SIMULATOR_URL, DELIVERY_WEBHOOK_SECRETS: webhookSecret }, /^bridge: listening/),
+  ]);
 
   log('');
   log('the local stack is up:');
   log(`  Temporal         ${devServer.address} (namespace ${devServer.namespace})`);
   log(`  Temporal Web UI  ${devServer.uiUrl}`);
   log(`  provider sandbox ${SIMULATOR_URL} (API key: sandbox-key; dashboard ${SIMULATOR_URL}/_sim)`);
-  log('try:');
-  log(`  curl -s -H 'Authorization: Bearer sandbox-key' ${SIMULATOR_URL}/v1/health/token`);
+  log(`  webhook bridge   ${BRIDGE_URL}/webhooks/delivery`);
+  log('try, in another terminal:');
+  log('  npx delivery create --reference DEMO-1 --order docs/examples/order.json --watch');
   log('Ctrl-C stops everything; data stays in .data/');
 }
 

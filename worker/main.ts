@@ -3,14 +3,26 @@
  * environment (by default the local stack). The API key is read here, from the environment, and
  * never travels through Temporal.
  */
-import { NativeConnection } from '@temporalio/worker';
+import { DefaultLogger, NativeConnection, Runtime, type LogLevel } from '@temporalio/worker';
 import { temporalSettingsFromEnv } from '../client/temporal-config';
 import { createProviderActivities } from '../activities/provider-activities';
 import { ProviderClient } from '../provider/client';
 import { providerConfigFromEnv } from '../provider/config';
 import { createDeliveryWorkers } from './worker';
 
+/** One JSON object per line, so logs can be searched by workflow ID; never any provider key. */
+function installJsonLogs(): void {
+  const level = (process.env.LOG_LEVEL?.toUpperCase() ?? 'INFO') as LogLevel;
+  Runtime.install({
+    logger: new DefaultLogger(level, (entry) => {
+      const time = new Date(Number(entry.timestampNanos / 1_000_000n)).toISOString();
+      process.stdout.write(JSON.stringify({ time, level: entry.level, msg: entry.message, ...entry.meta }) + '\n');
+    }),
+  });
+}
+
 async function main(): Promise<void> {
+  installJsonLogs();
   const temporal = temporalSettingsFromEnv();
   const provider = providerConfigFromEnv();
   const client = new ProviderClient(provider);

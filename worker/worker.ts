@@ -3,7 +3,7 @@
  * one task queue per rate-limited call family (creations, quotes, the rest), each with the
  * server-side activity rate its provider limit allows.
  */
-import { Worker, type NativeConnection, type WorkflowBundle } from '@temporalio/worker';
+import { bundleWorkflowCode, Worker, type NativeConnection, type WorkflowBundle } from '@temporalio/worker';
 import type { ProviderActivities } from '../activities/provider-activities';
 import { PROVIDER_RATE_LIMITS, type CallFamily } from '../provider/limits';
 import { providerTaskQueues } from '../workflows/task-queues';
@@ -38,7 +38,7 @@ export async function createDeliveryWorkers(o: DeliveryWorkerOptions): Promise<D
   const workflowWorker = await Worker.create({
     ...base,
     taskQueue: o.taskQueue,
-    ...(o.workflowBundle ? { workflowBundle: o.workflowBundle } : { workflowsPath: require.resolve('../workflows') }),
+    workflowBundle: o.workflowBundle ?? (await bundleWorkflows()),
   });
   const families: CallFamily[] = ['creations', 'quotes', 'other'];
   const activityWorkers = await Promise.all(
@@ -78,4 +78,13 @@ export async function createDeliveryWorkers(o: DeliveryWorkerOptions): Promise<D
       }
     },
   };
+}
+
+/** Bundles the workflow code, keeping webpack's module listing out of the worker's log. */
+export function bundleWorkflows(): Promise<WorkflowBundle> {
+  const quiet = () => undefined;
+  return bundleWorkflowCode({
+    workflowsPath: require.resolve('../workflows'),
+    logger: { trace: quiet, debug: quiet, info: quiet, log: quiet, warn: (m: string) => console.warn(m), error: (m: string) => console.error(m) },
+  });
 }

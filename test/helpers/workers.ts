@@ -1,18 +1,15 @@
 /** Delivery workers for a test file: one bundle, one set of workers on a task queue of its own. */
-import { bundleWorkflowCode, type WorkflowBundle } from '@temporalio/worker';
+import type { WorkflowBundle } from '@temporalio/worker';
 import type { ProviderActivities } from '../../activities/provider-activities';
 import type { RateLimits } from '../../worker/rate-limits';
-import { createDeliveryWorkers, type DeliveryWorkers } from '../../worker/worker';
+import { bundleWorkflows, createDeliveryWorkers, type DeliveryWorkers } from '../../worker/worker';
 import { testNativeConnection, testServerAddress, uniqueTaskQueue } from './temporal';
 
 let bundle: Promise<WorkflowBundle> | undefined;
 export function workflowBundle(): Promise<WorkflowBundle> {
-  bundle ??= bundleWorkflowCode({ workflowsPath: require.resolve('../../workflows'), logger: quietBundlerLogger });
+  bundle ??= bundleWorkflows();
   return bundle;
 }
-
-const noop = () => undefined;
-const quietBundlerLogger = { trace: noop, debug: noop, info: noop, warn: noop, error: (m: string) => console.error(m), log: noop };
 
 /** Limits high enough that no test waits on them (the rate-limit tests set their own). */
 export const UNTHROTTLED: RateLimits = {
