@@ -1,0 +1,47 @@
+/**
+ * `npm run bench -- <name>`: runs one benchmark, prints its figures and writes them to
+ * bench/results/<name>.json. Every benchmark is bounded in count and time and stops by itself.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { simulatorBenchmark } from './simulator';
+
+export interface BenchmarkResult {
+  name: string;
+  /** How the figures were produced, so a reader can reproduce them. */
+  command: string;
+  machine: { cpus: number; node: string };
+  figures: Record<string, number | string>;
+  finishedAt: string;
+}
+
+const BENCHMARKS: Record<string, { describe: string; run: () => Promise<Record<string, number | string>> }> = {
+  simulator: { describe: 'throughput of the provider simulator (so other benchmarks know it is not their bottleneck)', run: simulatorBenchmark },
+};
+
+async function main(): Promise<void> {
+  const name = process.argv[2];
+  if (!name || !BENCHMARKS[name]) {
+    console.error('usage: npm run bench -- <name>\n' + Object.entries(BENCHMARKS).map(([n, b]) => `  ${n}: ${b.describe}`).join('\n'));
+    process.exit(2);
+  }
+  const figures = await BENCHMARKS[name]!.run();
+  const os = await import('node:os');
+  const result: BenchmarkResult = {
+    name,
+    command: `npm run bench -- ${name}`,
+    machine: { cpus: os.cpus().length, node: process.version },
+    figures,
+    finishedAt: new Date().toISOString(),
+  };
+  const dir = join(__dirname, 'results');
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, `${name}.json`), JSON.stringify(result, null, 2) + '\n');
+  console.table(figures);
+  console.log(`written to bench/results/${name}.json`);
+}
+
+main().catch((err: Error) => {
+  console.error(err.stack ?? err.message);
+  process.exit(1);
+});
