@@ -26,6 +26,7 @@ import {
   OrderRecordSchema,
   QuoteRequestSchema,
   QuoteSchema,
+  ReferenceNumber,
   UpdateDeliveryRequestSchema,
   type CreateDeliveryRequest,
   type DeliveryList,
@@ -116,8 +117,11 @@ export class ProviderClient {
 
   /** The provider's delivery with this reference number, if any (used to reconcile). */
   async findDeliveryByReference(referenceNumber: string, options: CallOptions = {}): Promise<DeliveryRecord | undefined> {
+    // An empty reference would drop the filter and "find" the newest delivery of any reference.
+    checkRequest(ReferenceNumber, referenceNumber, 'reference number');
     const list = await this.listDeliveries({ referenceNumber, pageSize: 1 }, options);
-    return list.data[0];
+    // The filter is an assumed part of the contract: never adopt a delivery of another reference.
+    return list.data.find((d) => d.reference_number === referenceNumber);
   }
 
   async updateDelivery(id: string, patch: UpdateDeliveryRequest, options: CallOptions = {}): Promise<DeliveryRecord> {
