@@ -1,0 +1,25 @@
+# One image for the three processes of delivery-orchestrator; docker-compose.yml runs it three
+# times with a different command:
+#   worker     node --import tsx worker/main.ts      (the default CMD below)
+#   bridge     node --import tsx bridge/main.ts
+#   simulator  node --import tsx simulator/main.ts
+# TypeScript runs through tsx, a runtime dependency: there is no build step. Settings come from
+# the environment only (see client/temporal-config.ts, provider/config.ts, bridge/config.ts and
+# simulator/config.ts); nothing secret is baked into the image.
+FROM node:20-bookworm-slim
+
+WORKDIR /app
+
+# Dependencies first, so that a source change does not reinstall them. Exactly the lockfile's
+# versions (npm ci); dev dependencies (jest, eslint, typescript, ...) are not needed to run.
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+
+# The source (.dockerignore keeps out node_modules, local data, test artifacts and .git). It stays
+# owned by root, so the services below can read it but not change it.
+COPY . .
+
+# Run as the unprivileged `node` user (uid 1000) of the base image; nothing here needs root.
+USER node
+
+CMD ["node", "--import", "tsx", "worker/main.ts"]

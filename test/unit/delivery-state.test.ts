@@ -1,0 +1,93 @@
+import type { DeliveryRecord } from '../../provider/schemas';
+import type { DeliveryWorkflowInput } from '../../workflows/messages';
+import { DeliveryTracker, SEEN_EVENT_IDS_LIMIT } from '../../workflows/state';
+import { deliveryRequest } from '../fixtures/orders';
+
+const t0 = new Date('2026-01-31T12:00:00Z');
+
+function tracked(): DeliveryTracker {
+  const { reference_number: _r, ...order } = deliveryRequest({}, 2);
+  const input: DeliveryWorkflowInput = { reference: 'R-1', order };
+  const tracker = DeliveryTracker.start(input);
+  const record: DeliveryRecord = {
+    id: 'del_1',
+    status: 'CREATED',
+    reference_number: 'R-1',
+    is_food: false,
+    desired_pickup_time: order.desired_pickup_time,
+    pickup_location: order.pickup_location,
+    price: { amount: 1000, currency: 'EUR' },
+    created_at: t0.toISOString(),
+    updated_at: t0.toISOString(),
+    destinations: order.destinations.map((d, i) => ({ ...d, id: `dst_${i}`, status: 'PENDING', tracking_url: `https://t.example/dst_${i}`, reference_number: null, updated_at: t0.toISOString() })),
+  };
+  tracker.applyRecord(record, 'provider', t0);
+  return tracker;
+}
+
+describe('the delivery state machine', () => {
+  it('moves forward and records each change once', () => {
+    const t = tracked();
+    expect(t.apply({ deliveryId: 'del_1', status: 'ASSIGNED', source: 'webhook' }, t0)).toBe('applied');
+    expect(t.apply({ deliveryId: 'del_1', status: 'ASSIGNED', source: 'webhook' }, t0)).toBe('duplicate');
+    expect(t.apply({ deliveryId: 'del_1', status: 'CREATED', source: 'webhook' }, t0)).toBe('stale');
+    expect(t.state.status).toBe('ASSIGNED');
+    expect(t.state.timeline.filter((e) => e.subject === 'delivery').map((e) => e.status)).toEqual(['CREATED', 'ASSIGNED']);
+  });
+
+  it('recognises a repeated event id even when the status would move', () => {
+    const t = tracked();
+    t.apply({ deliveryId: 'del_1', status: 'ASSIGNED', source: 'webhook', eventId: 'evt_1' }, t0);
+    expect(t.apply({ deliveryId: 'del_1', status: 'UPCOMING', source: 'webhook', eventId: 'evt_1' }, t0)).toBe('duplicate');
+    expect(t.state.status).toBe('ASSIGNED');
+  });
+
+  it('remembers a bounded number of event ids', () => {
+    const t = tracked();
+    for (let i = 0; i < SEEN_EVENT_IDS_LIMIT + 10; i++) t.apply({ deliveryId: 'del_1', destinationId: 'dst_0', status: 'PENDING', source: 'webhook', eventId: `evt_${i}` }, t0);
+    expect(t.snapshot().seenEventIds).toHaveLength(SEEN_EVENT_IDS_LIMIT);
+    expect(t.snapshot().seenEventIds[0]).toBe('evt_10');
+  });
+
+  it('keeps and shows an unknown status without losing its place in the lifecycle', () => {
+    const t = tracked();
+    t.apply({ deliveryId: 'del_1', status: 'UPCOMING', source: 'webhook' }, t0);
+    expect(t.apply({ deliveryId: 'del_1', status: 'WAITING_FOR_FERRY', source: 'webhook' }, t0)).toBe('applied');
+    expect(t.state.status).toBe('WAITING_FOR_FERRY');
+    expect(t.apply({ deliveryId: 'del_1', status: 'ASSIGNED', source: 'webhook' }, t0)).toBe('stale');
+    expect(t.apply({ deliveryId: 'del_1', status: 'PICKED_UP', source: 'webhook' }, t0)).toBe('applied');
+    expect(t.ended).toBe(false);
+  });
+
+  it('never leaves a terminal status', () => {
+    const t = tracked();
+    t.apply({ deliveryId: 'del_1', status: 'CANCELED', source: 'webhook' }, t0);
+    expect(t.apply({ deliveryId: 'del_1', status: 'DELIVERED', source: 'webhook' }, t0)).toBe('stale');
+    expect(t.ended).toBe(true);
+    t.apply({ deliveryId: 'del_1', destinationId: 'dst_0', status: 'FAILED', source: 'webhook' }, t0);
+    expect(t.apply({ deliveryId: 'del_1', destinationId: 'dst_0', status: 'DELIVERED', source: 'webhook' }, t0)).toBe('stale');
+  });
+
+  it('ignores changes of another delivery or an unknown destination', () => {
+    const t = tracked();
+    expect(t.apply({ deliveryId: 'del_2', status: 'ASSIGNED', source: 'webhook' }, t0)).toBe('other_delivery');
+    expect(t.apply({ deliveryId: 'del_1', destinationId: 'dst_9', status: 'IN_TRANSIT', source: 'webhook' }, t0)).toBe('unknown_destination');
+  });
+
+  it('takes tracking links and price from a fetched record, and its statuses through the same rules', () => {
+    const t = tracked();
+    t.apply({ deliveryId: 'del_1', status: 'PICKED_UP', source: 'webhook' }, t0);
+    const older = { ...t.snapshot().state };
+    expect(older.destinations[1]!.trackingUrl).toBe('https://t.example/dst_1');
+    expect(t.state.price).toEqual({ amount: 1000, currency: 'EUR' });
+  });
+
+  it('survives a snapshot round trip (continue-as-new)', () => {
+    const t = tracked();
+    t.apply({ deliveryId: 'del_1', status: 'ASSIGNED', source: 'webhook', eventId: 'evt_a' }, t0);
+    const copy = new DeliveryTracker(JSON.parse(JSON.stringify(t.snapshot())));
+    expect(copy.apply({ deliveryId: 'del_1', status: 'ASSIGNED', source: 'webhook', eventId: 'evt_a' }, t0)).toBe('duplicate');
+    expect(copy.apply({ deliveryId: 'del_1', status: 'CREATED', source: 'webhook' }, t0)).toBe('stale');
+    expect(copy.state).toEqual(t.state);
+  });
+});
