@@ -10,10 +10,12 @@ FROM node:20-bookworm-slim
 
 WORKDIR /app
 
-# Dependencies first, so that a source change does not reinstall them. Exactly the lockfile's
-# versions (npm ci); dev dependencies (jest, eslint, typescript, ...) are not needed to run.
+# Dependencies first, so that a source change does not reinstall them. The lockfile's versions,
+# through `npm install` rather than `npm ci`: the lockfile is written on machines whose registry
+# serves only Linux builds of native packages, so it lacks other platforms' optional entries,
+# which `npm ci` refuses. Dev dependencies (jest, eslint, typescript, ...) are not needed to run.
 COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+RUN npm install --omit=dev --no-audit --no-fund && npm cache clean --force
 
 # The source (.dockerignore keeps out node_modules, local data, test artifacts and .git). It stays
 # owned by root, so the services below can read it but not change it.

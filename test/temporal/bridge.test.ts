@@ -4,7 +4,7 @@
  */
 import { request } from 'undici';
 import { Webhook } from 'standardwebhooks';
-import { WEBHOOK_PATH, createBridge, type Bridge } from '../../bridge/server';
+import { WEBHOOK_PATH, createBridge } from '../../bridge/server';
 import { ProviderClient } from '../../provider/client';
 import { generateWebhookSecret, signWebhook } from '../../provider/webhook-signature';
 import type { DeliveryState } from '../../workflows/messages';

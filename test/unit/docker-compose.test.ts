@@ -441,7 +441,7 @@ describe('deploy/temporal-dynamic-config.yaml', () => {
 describe('Dockerfile', () => {
   test('node 20 on bookworm-slim, dependencies from the lockfile, a non-root user, the worker by default', () => {
     expect(instructions[0]).toBe('FROM node:20-bookworm-slim');
-    expect(instructions.some((l) => /^RUN\s.*\bnpm ci\b/.test(l))).toBe(true);
+    expect(instructions.some((l) => /^RUN\s.*\bnpm (ci|install)\b.*--omit=dev/.test(l))).toBe(true);
     const user = instructions.filter((l) => /^USER\s/i.test(l)).at(-1)?.split(/\s+/)[1];
     expect(user).toBeDefined();
     expect(['root', '0']).not.toContain(user);
