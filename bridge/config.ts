@@ -1,12 +1,13 @@
 /** The bridge's settings from the environment. Secrets are read here and nowhere else. */
 import { z } from 'zod';
-import { describeIssues, fieldIssues } from '../provider/validation';
+import { parseEnv } from '../provider/validation';
+import { WebhookSecretSchema } from '../provider/webhook-signature';
 
 const BridgeEnvSchema = z.object({
   DELIVERY_WEBHOOK_SECRETS: z
     .string({ message: 'is required: the webhook signing secret(s), whsec_..., separated by commas or spaces' })
     .transform((s) => s.split(/[\s,]+/).filter(Boolean))
-    .pipe(z.array(z.string().regex(/^whsec_[A-Za-z0-9+/=]+$/, { message: 'each secret must look like whsec_<base64>' })).min(1)),
+    .pipe(z.array(WebhookSecretSchema).min(1)),
   BRIDGE_PORT: z.coerce.number().int().min(0).max(65535).default(8080),
   BRIDGE_HOST: z.string().min(1).default('127.0.0.1'),
   BRIDGE_RETRY_AFTER_SECONDS: z.coerce.number().int().min(1).max(3600).default(5),
@@ -20,14 +21,6 @@ export interface BridgeConfig {
 }
 
 export function bridgeConfigFromEnv(env: NodeJS.ProcessEnv = process.env): BridgeConfig {
-  const parsed = BridgeEnvSchema.safeParse({
-    DELIVERY_WEBHOOK_SECRETS: env.DELIVERY_WEBHOOK_SECRETS || undefined,
-    BRIDGE_PORT: env.BRIDGE_PORT || undefined,
-    BRIDGE_HOST: env.BRIDGE_HOST || undefined,
-    BRIDGE_RETRY_AFTER_SECONDS: env.BRIDGE_RETRY_AFTER_SECONDS || undefined,
-  });
-  // Issues name the variable and the rule, never the value (it is a secret).
-  if (!parsed.success) throw new Error(`invalid bridge configuration: ${describeIssues(fieldIssues(parsed.error))}`);
-  const e = parsed.data;
+  const e = parseEnv(BridgeEnvSchema, env, 'bridge configuration');
   return { secrets: e.DELIVERY_WEBHOOK_SECRETS, port: e.BRIDGE_PORT, host: e.BRIDGE_HOST, retryAfterSeconds: e.BRIDGE_RETRY_AFTER_SECONDS };
 }

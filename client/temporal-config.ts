@@ -3,7 +3,7 @@
  * With nothing set: the local stack's dev server at 127.0.0.1:7233, namespace `default`.
  */
 import { z } from 'zod';
-import { describeIssues, fieldIssues } from '../provider/validation';
+import { parseEnv } from '../provider/validation';
 import { DEFAULT_TASK_QUEUE } from '../workflows/task-queues';
 
 const TemporalEnvSchema = z.object({
@@ -19,11 +19,6 @@ export interface TemporalSettings {
 }
 
 export function temporalSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): TemporalSettings {
-  const parsed = TemporalEnvSchema.safeParse({
-    TEMPORAL_ADDRESS: env.TEMPORAL_ADDRESS || undefined,
-    TEMPORAL_NAMESPACE: env.TEMPORAL_NAMESPACE || undefined,
-    DELIVERY_TASK_QUEUE: env.DELIVERY_TASK_QUEUE || undefined,
-  });
-  if (!parsed.success) throw new Error(`invalid Temporal configuration: ${describeIssues(fieldIssues(parsed.error))}`);
-  return { address: parsed.data.TEMPORAL_ADDRESS, namespace: parsed.data.TEMPORAL_NAMESPACE, taskQueue: parsed.data.DELIVERY_TASK_QUEUE };
+  const e = parseEnv(TemporalEnvSchema, env, 'Temporal configuration');
+  return { address: e.TEMPORAL_ADDRESS, namespace: e.TEMPORAL_NAMESPACE, taskQueue: e.DELIVERY_TASK_QUEUE };
 }

@@ -3,7 +3,7 @@
  * With nothing set, the client talks to the local simulator with its default sandbox key.
  */
 import { z } from 'zod';
-import { describeIssues, fieldIssues } from './validation';
+import { parseEnv } from './validation';
 
 export const LOCAL_SANDBOX_URL = 'http://127.0.0.1:4010';
 export const LOCAL_SANDBOX_KEY = 'sandbox-key';
@@ -24,13 +24,6 @@ export interface ProviderConfig {
 
 /** Reads the provider settings; throws a message naming the variable that is wrong. */
 export function providerConfigFromEnv(env: NodeJS.ProcessEnv = process.env): ProviderConfig {
-  const parsed = ProviderEnvSchema.safeParse({
-    DELIVERY_API_URL: env.DELIVERY_API_URL || undefined,
-    DELIVERY_API_KEY: env.DELIVERY_API_KEY || undefined,
-    DELIVERY_API_TIMEOUT_MS: env.DELIVERY_API_TIMEOUT_MS || undefined,
-    DELIVERY_API_CONNECTIONS: env.DELIVERY_API_CONNECTIONS || undefined,
-  });
-  if (!parsed.success) throw new Error(`invalid provider configuration: ${describeIssues(fieldIssues(parsed.error))}`);
-  const e = parsed.data;
+  const e = parseEnv(ProviderEnvSchema, env, 'provider configuration');
   return { baseUrl: e.DELIVERY_API_URL, apiKey: e.DELIVERY_API_KEY, timeoutMs: e.DELIVERY_API_TIMEOUT_MS, connections: e.DELIVERY_API_CONNECTIONS };
 }

@@ -20,3 +20,14 @@ export function fieldIssues(error: z.ZodError): FieldIssue[] {
 export function describeIssues(issues: readonly FieldIssue[]): string {
   return issues.map((i) => `${i.field}: ${i.message}`).join('; ');
 }
+
+/**
+ * Reads the variables a schema names from the environment (an empty variable counts as unset),
+ * and throws a message naming each wrong variable and its rule, never its value (some are secrets).
+ */
+export function parseEnv<S extends z.ZodObject>(schema: S, env: NodeJS.ProcessEnv, what: string): z.output<S> {
+  const raw = Object.fromEntries(Object.keys(schema.shape).map((k) => [k, env[k] === '' ? undefined : env[k]]));
+  const parsed = schema.safeParse(raw);
+  if (!parsed.success) throw new Error(`invalid ${what}: ${describeIssues(fieldIssues(parsed.error))}`);
+  return parsed.data;
+}

@@ -5,6 +5,7 @@
  * independent `standardwebhooks` package.
  */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { z } from 'zod';
 import { WEBHOOK_TOLERANCE_MS } from './limits';
 
 const SECRET_PREFIX = 'whsec_';
@@ -68,3 +69,15 @@ export function verifyWebhook(
   }
   return { ok: false, reason: 'no_matching_signature' };
 }
+
+/** A webhook secret as configuration accepts it: `whsec_<base64>` with a non-empty key. */
+export const WebhookSecretSchema = z.string().refine(
+  (s) => {
+    try {
+      return secretKey(s).length > 0;
+    } catch {
+      return false;
+    }
+  },
+  { message: 'must be whsec_<base64>' },
+);

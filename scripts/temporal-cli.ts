@@ -56,7 +56,7 @@ export async function ensureTemporalCli(log: Log = (l) => console.error(l), env:
   const found = findTemporalCli(env);
   if (found) return found;
 
-  const go = onPath('go', env) ?? (isExecutable('/usr/local/go/bin/go') ? '/usr/local/go/bin/go' : undefined);
+  const go = onPath('go', env);
   if (!go) {
     throw new Error(
       'The Temporal CLI was not found and Go is not installed to build it.\n' +

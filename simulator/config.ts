@@ -4,8 +4,8 @@
  */
 import { z } from 'zod';
 import { CurrencyCode } from '../provider/schemas';
-import { describeIssues, fieldIssues } from '../provider/validation';
-import { secretKey } from '../provider/webhook-signature';
+import { parseEnv } from '../provider/validation';
+import { WebhookSecretSchema } from '../provider/webhook-signature';
 import { DEFAULT_HOST, DEFAULT_PORT, type SimulatorOptions } from './server';
 
 const positiveInt = z.coerce.number().int().positive();
@@ -20,19 +20,7 @@ const EnvSchema = z
     SIMULATOR_CURRENCY: CurrencyCode.default('EUR'),
     SIMULATOR_AUTO_ADVANCE_MS: z.coerce.number().min(0).default(0),
     SIMULATOR_WEBHOOK_URL: z.url({ protocol: /^https?$/, message: 'must be an http(s) URL' }).optional(),
-    SIMULATOR_WEBHOOK_SECRET: z
-      .string()
-      .refine(
-        (s) => {
-          try {
-            return secretKey(s).length > 0;
-          } catch {
-            return false;
-          }
-        },
-        { message: 'must be whsec_<base64>' },
-      )
-      .optional(),
+    SIMULATOR_WEBHOOK_SECRET: WebhookSecretSchema.optional(),
     SIMULATOR_SEED: z.coerce.number().int().default(1),
     SIMULATOR_PUBLIC_BASE_URL: z.url({ protocol: /^https?$/, message: 'must be an http(s) URL' }).optional(),
     /** Raise the contract's limits (e.g. for a scale benchmark); windows stay the contract's. */
@@ -54,10 +42,7 @@ export interface SimulatorConfig {
 
 /** Reads the SIMULATOR_* variables; throws a message naming the variable that is wrong. */
 export function simulatorConfigFromEnv(env: NodeJS.ProcessEnv = process.env): SimulatorConfig {
-  const raw = Object.fromEntries(Object.keys(EnvSchema.shape).map((k) => [k, env[k] === '' ? undefined : env[k]]));
-  const parsed = EnvSchema.safeParse(raw);
-  if (!parsed.success) throw new Error(`invalid simulator configuration: ${describeIssues(fieldIssues(parsed.error))}`);
-  const e = parsed.data;
+  const e = parseEnv(EnvSchema, env, 'simulator configuration');
   const rateLimits: NonNullable<SimulatorOptions['rateLimits']> = {};
   if (e.SIMULATOR_RATE_LIMIT_CREATIONS) rateLimits.creations = { limit: e.SIMULATOR_RATE_LIMIT_CREATIONS };
   if (e.SIMULATOR_RATE_LIMIT_QUOTES) rateLimits.quotes = { limit: e.SIMULATOR_RATE_LIMIT_QUOTES };

@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import { fieldIssues } from '../provider/validation';
-import { secretKey, generateWebhookSecret } from '../provider/webhook-signature';
+import { generateWebhookSecret, WebhookSecretSchema } from '../provider/webhook-signature';
 import type { SimContext } from './context';
 import { dashboardPage } from './dashboard';
 import { FaultsPatchSchema, mergeFaults } from './faults';
@@ -30,19 +30,7 @@ const AdvanceSchema = z
 const WebhookEndpointSchema = z
   .object({
     url: z.url({ protocol: /^https?$/, message: 'must be an http(s) URL' }).nullable(),
-    secret: z
-      .string()
-      .refine(
-        (s) => {
-          try {
-            return secretKey(s).length > 0;
-          } catch {
-            return false;
-          }
-        },
-        { message: 'must be whsec_<base64>' },
-      )
-      .optional(),
+    secret: WebhookSecretSchema.optional(),
   })
   .strict();
 

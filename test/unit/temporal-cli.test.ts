@@ -1,0 +1,39 @@
+import { chmodSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ensureTemporalCli, findTemporalCli, temporalCliCacheDir } from '../../scripts/temporal-cli';
+
+function fakeExecutable(dir: string, name: string): string {
+  mkdirSync(dir, { recursive: true });
+  const path = join(dir, name);
+  writeFileSync(path, '#!/bin/sh\nexit 0\n');
+  chmodSync(path, 0o755);
+  return path;
+}
+
+describe('finding the Temporal CLI', () => {
+  let dir: string;
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'temporal-cli-'));
+  });
+
+  it('prefers TEMPORAL_CLI_PATH, then PATH, then the cache', () => {
+    const explicit = fakeExecutable(join(dir, 'explicit'), 'temporal');
+    const onPath = fakeExecutable(join(dir, 'bin'), 'temporal');
+    const cacheDir = join(dir, 'cache');
+    const cached = fakeExecutable(temporalCliCacheDir({ TEMPORAL_CLI_CACHE_DIR: cacheDir }), 'temporal');
+    expect(findTemporalCli({ TEMPORAL_CLI_PATH: explicit, PATH: join(dir, 'bin'), TEMPORAL_CLI_CACHE_DIR: cacheDir })).toBe(explicit);
+    expect(findTemporalCli({ PATH: join(dir, 'bin'), TEMPORAL_CLI_CACHE_DIR: cacheDir })).toBe(onPath);
+    expect(findTemporalCli({ PATH: join(dir, 'empty'), TEMPORAL_CLI_CACHE_DIR: cacheDir })).toBe(cached);
+    expect(findTemporalCli({ PATH: join(dir, 'empty'), TEMPORAL_CLI_CACHE_DIR: join(dir, 'nothing') })).toBeUndefined();
+  });
+
+  it('says so when TEMPORAL_CLI_PATH names nothing usable', () => {
+    expect(() => findTemporalCli({ TEMPORAL_CLI_PATH: join(dir, 'missing') })).toThrow(/TEMPORAL_CLI_PATH=.*is not an executable file/);
+  });
+
+  it('stops with a clear message when there is neither the CLI nor Go', async () => {
+    const env = { PATH: join(dir, 'empty'), TEMPORAL_CLI_CACHE_DIR: join(dir, 'cache') };
+    await expect(ensureTemporalCli(() => undefined, env)).rejects.toThrow(/Temporal CLI was not found and Go is not installed[\s\S]*Install one of them/);
+  });
+});
