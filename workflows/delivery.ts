@@ -15,6 +15,7 @@ import {
   CancelledFailure,
   condition,
   isCancellation,
+  patched,
   proxyActivities,
   setHandler,
   upsertSearchAttributes,
@@ -22,7 +23,7 @@ import {
   type ActivityOptions,
 } from '@temporalio/workflow';
 import type { ProviderActivities } from '../activities/provider-activities';
-import { canUpdate } from '../provider/lifecycle';
+import { canUpdate, isTerminalDestination } from '../provider/lifecycle';
 import { UpdateDeliveryRequestSchema, type CreateDeliveryRequest, type DeliveryRecord, type Quote, type UpdateDeliveryRequest } from '../provider/schemas';
 import { describeIssues, fieldIssues } from '../provider/validation';
 import { NON_RETRYABLE_PROVIDER_FAILURES, PROVIDER_FAILURE_TYPES, WORKFLOW_FAILURE_TYPES } from './failures';
@@ -35,6 +36,7 @@ import {
   type DeliveryResult,
   type DeliveryState,
   type DeliveryWorkflowInput,
+  type FollowUpSettings,
   type StatusChange,
 } from './messages';
 import { DeliveryId, DeliveryStatus, QuotedPrice } from './search-attributes';
@@ -43,6 +45,9 @@ import { providerTaskQueues } from './task-queues';
 
 /** Default wait for a person to approve a quote over the order's maximum price. */
 export const DEFAULT_APPROVAL_TIMEOUT_MS = 30 * 60_000;
+export const DEFAULT_FOLLOW_UP: FollowUpSettings = { quietMs: 15 * 60_000, windowGraceMs: 15 * 60_000, jitter: 0.2 };
+/** Never poll more often than this, whatever the settings say. */
+const MIN_CHECK_MS = 1_000;
 /** Changes that arrive before the delivery id is known are held, up to this many. */
 const PENDING_CHANGES_LIMIT = 1_000;
 
@@ -77,6 +82,11 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
   const act = providerActivities();
   const request = { ...input.order, reference_number: input.reference };
   const pending: StatusChange[] = [];
+  const followUp: FollowUpSettings = { ...DEFAULT_FOLLOW_UP, ...input.followUp };
+  /** Counts status signals, applied or not: any webhook shows the provider's webhooks get through. */
+  let signalsReceived = 0;
+  /** Destinations whose passed time window has been reconciled once already. */
+  const windowsChecked = new Set<string>();
   let decision: { approved: true } | { approved: false; reason: string } | undefined;
 
   const now = () => new Date();
@@ -84,15 +94,16 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
   const statusChanged = (before: string | undefined) => {
     if (state.status !== undefined && state.status !== before) upsertSearchAttributes([{ key: DeliveryStatus, value: state.status }]);
   };
-  const takeRecord = (record: DeliveryRecord) => {
+  const takeRecord = (record: DeliveryRecord, source: 'provider' | 'reconciliation' = 'provider') => {
     const before = state.status;
-    tracker.applyRecord(record, 'provider', now());
+    tracker.applyRecord(record, source, now());
     statusChanged(before);
   };
 
   setHandler(statusQuery, () => state);
 
   setHandler(statusChangedSignal, (change) => {
+    signalsReceived += 1;
     if (state.deliveryId === undefined) {
       if (pending.length < PENDING_CHANGES_LIMIT) pending.push(change);
       return;
@@ -169,7 +180,9 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
   // 4. Follow until the delivery ends, or until the workflow is cancelled.
   try {
     if (CancellationScope.current().consideredCancelled) throw new CancelledFailure('cancellation requested while the delivery was being created');
-    await condition(() => tracker.ended);
+    // Histories recorded before reconciliation existed wait for webhooks alone.
+    if (patched('reconciliation')) await followWithReconciliation();
+    else await condition(() => tracker.ended);
   } catch (err) {
     if (!isCancellation(err)) throw err;
     await cancelAtProvider(err);
@@ -178,6 +191,55 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
   // An update that is still talking to the provider finishes before the workflow closes.
   await CancellationScope.nonCancellable(() => condition(allHandlersFinished));
   return state;
+
+  /**
+   * Waits for the delivery to end, asking the provider for the truth when no webhook has come
+   * for `quietMs` (jittered) or when a destination's time window has passed by `windowGraceMs`
+   * without it ending. Reads go through the rate-limited queue for the provider's other calls.
+   */
+  async function followWithReconciliation(): Promise<void> {
+    while (!tracker.ended) {
+      const seen = signalsReceived;
+      const quietMs = Math.max(MIN_CHECK_MS, followUp.quietMs * (1 - followUp.jitter * Math.random()));
+      const windowDue = nextWindowDeadline();
+      const waitMs = Math.max(MIN_CHECK_MS, Math.min(quietMs, windowDue === undefined ? Infinity : windowDue.at - Date.now()));
+      const woken = await condition(() => tracker.ended || signalsReceived !== seen, waitMs);
+      if (tracker.ended) return;
+      const windowPassed = windowDue !== undefined && Date.now() >= windowDue.at;
+      if (woken && !windowPassed) continue; // news arrived: the quiet clock starts again
+      if (windowPassed) windowDue.ids.forEach((id) => windowsChecked.add(id));
+      await reconcile(windowPassed ? `time window of ${windowDue.ids.join(', ')} passed without news` : `no webhook for ${Math.round(quietMs / 1000)} s`);
+    }
+  }
+
+  /** The earliest passed-window check still to do, and which destinations it is for. */
+  function nextWindowDeadline(): { at: number; ids: string[] } | undefined {
+    let at = Infinity;
+    const ids: string[] = [];
+    for (const d of state.destinations) {
+      if (isTerminalDestination(d.status) || windowsChecked.has(d.id)) continue;
+      const due = Date.parse(d.timeWindowEnd) + followUp.windowGraceMs;
+      if (due < at) {
+        at = due;
+        ids.length = 0;
+      }
+      if (due === at) ids.push(d.id);
+    }
+    return ids.length ? { at, ids } : undefined;
+  }
+
+  async function reconcile(reason: string): Promise<void> {
+    tracker.note(now(), `reconciling: ${reason}`);
+    try {
+      // Gives up after a while (the next check tries again; webhooks keep applying meanwhile).
+      const options: ActivityOptions = { ...providerCall, taskQueue: providerTaskQueues(workflowInfo().taskQueue).other, scheduleToCloseTimeout: '5 minutes', summary: `reconcile: ${reason}` };
+      const record = await act.other.getDelivery.executeWithOptions(options, [state.deliveryId!]);
+      takeRecord(record, 'reconciliation');
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      tracker.note(now(), `reconciliation read failed (${(err as Error).message}); will try again`);
+    }
+  }
 
   async function priceGuard(input: DeliveryWorkflowInput, quote: Quote): Promise<void> {
     const max = input.maxPrice!;

@@ -9,6 +9,20 @@ import type { CreateDeliveryRequest, DeliveryStatus, DestinationStatus, PackageT
 /** The order as the order system sends it; `reference_number` is set from the reference. */
 export type DeliveryOrder = Omit<CreateDeliveryRequest, 'reference_number'>;
 
+/**
+ * When the workflow asks the provider for the truth instead of waiting for webhooks. The
+ * provider gives up on a webhook after seven attempts, so silence must not be taken as "nothing
+ * happened".
+ */
+export interface FollowUpSettings {
+  /** Fetch the delivery when no webhook has arrived for this long (ms). */
+  quietMs: number;
+  /** Fetch it when a destination's time window ended this long ago without it ending (ms). */
+  windowGraceMs: number;
+  /** Each quiet wait is shortened by up to this fraction at random, so quiet deliveries spread out. */
+  jitter: number;
+}
+
 export interface DeliveryWorkflowInput {
   /** Chosen by the order system; the workflow ID is `delivery:<reference>` and the provider's reference_number. */
   reference: string;
@@ -17,6 +31,8 @@ export interface DeliveryWorkflowInput {
   maxPrice?: Price;
   /** How long to wait for approveQuote / rejectQuote when the quote is over maxPrice (ms). */
   approvalTimeoutMs?: number;
+  /** Reconciliation timing; defaults in workflows/delivery.ts. */
+  followUp?: Partial<FollowUpSettings>;
 }
 
 /** Where a status change came from, shown in the timeline. */

@@ -1,7 +1,8 @@
 /**
- * Recorded workflow histories for the replay test (test/temporal/replay.test.ts). Record them
- * again with `RECORD_HISTORIES=1 npx jest test/temporal/delivery-workflow` only when a change
- * is meant to be incompatible and is versioned; otherwise the old histories must keep replaying.
+ * Recorded workflow histories for the replay test (test/temporal/replay.test.ts), one folder per
+ * generation of the workflow code. Old folders stay: running workflows started by older code
+ * must keep replaying. After a versioned change (a `patched()` branch), record a new generation
+ * with `RECORD_HISTORIES=<folder> npx jest test/temporal/delivery-workflow`.
  */
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -17,20 +18,32 @@ function slug(text: string): string {
   return text.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '').slice(0, 90);
 }
 
-export async function recordHistories(testName: string, handles: WorkflowHandle[]): Promise<void> {
-  mkdirSync(HISTORIES_DIR, { recursive: true });
+export async function recordHistories(generation: string, testName: string, handles: WorkflowHandle[]): Promise<void> {
+  if (!/^[a-z0-9-]+$/.test(generation)) throw new Error('RECORD_HISTORIES must name a folder such as v2-reconciliation');
+  const dir = join(HISTORIES_DIR, generation);
+  mkdirSync(dir, { recursive: true });
   for (const [i, handle] of handles.entries()) {
     // The CLI writes the same JSON the Web UI downloads, which historyFromJSON reads back.
     const { address, namespace } = testServerAddress();
     const json = execFileSync(process.env.TEMPORAL_CLI_PATH!, ['workflow', 'show', '--address', address, '--namespace', namespace, '--workflow-id', handle.workflowId, '--output', 'json']);
     const name = `${slug(testName)}${handles.length > 1 ? `-${i + 1}` : ''}.json`;
-    writeFileSync(join(HISTORIES_DIR, name), json);
+    writeFileSync(join(dir, name), json);
   }
 }
 
-export function recordedHistories(): { workflowId: string; history: History }[] {
-  return readdirSync(HISTORIES_DIR)
-    .filter((f) => f.endsWith('.json'))
+export function recordedHistories(): { generation: string; workflowId: string; history: History }[] {
+  return readdirSync(HISTORIES_DIR, { withFileTypes: true })
+    .filter((d) => d.isDirectory())
+    .map((d) => d.name)
     .sort()
-    .map((f) => ({ workflowId: f.replace(/\.json$/, ''), history: historyFromJSON(JSON.parse(readFileSync(join(HISTORIES_DIR, f), 'utf8'))) }));
+    .flatMap((generation) =>
+      readdirSync(join(HISTORIES_DIR, generation))
+        .filter((f) => f.endsWith('.json'))
+        .sort()
+        .map((f) => ({
+          generation,
+          workflowId: `${generation}/${f.replace(/\.json$/, '')}`,
+          history: historyFromJSON(JSON.parse(readFileSync(join(HISTORIES_DIR, generation, f), 'utf8'))),
+        })),
+    );
 }

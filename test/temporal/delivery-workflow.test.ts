@@ -50,7 +50,7 @@ beforeEach(() => {
   started = [];
 });
 afterEach(async () => {
-  if (process.env.RECORD_HISTORIES) await recordHistories(expect.getState().currentTestName ?? 'unnamed', started);
+  if (process.env.RECORD_HISTORIES) await recordHistories(process.env.RECORD_HISTORIES, expect.getState().currentTestName ?? 'unnamed', started);
 });
 
 async function start(overrides: Partial<DeliveryWorkflowInput> = {}, destinations = 2): Promise<WorkflowHandle> {
@@ -201,6 +201,45 @@ describe('the delivery workflow', () => {
       const result = (await handle.result()) as DeliveryState;
       expect(result.status).toBe('DELIVERED');
       expect(result.cancellation?.outcome).toBe('refused');
+    });
+  });
+
+  describe('reconciliation', () => {
+    it('fetches the truth when no webhook arrives, and ends in the provider\'s final state', async () => {
+      const handle = await start({ followUp: { quietMs: 1_500, jitter: 0 } });
+      const s = await following(handle);
+      provider.deliverAll(s.deliveryId!); // every webhook of it was lost
+      const result = (await handle.result()) as DeliveryState;
+      expect(result.status).toBe('DELIVERED');
+      expect(result.destinations.every((d) => d.status === 'DELIVERED')).toBe(true);
+      const fromReconciliation = result.timeline.filter((e) => e.source === 'reconciliation').map((e) => `${e.subject}:${e.status}`);
+      expect(fromReconciliation).toEqual([...s.destinations.map((d) => `${d.id}:DELIVERED`), 'delivery:DELIVERED']);
+      expect(result.timeline.some((e) => /reconciling: no webhook for 2 s/.test(e.note ?? ''))).toBe(true);
+    });
+
+    it('fetches the truth when a time window has passed without news', async () => {
+      const { reference_number: _r, ...o } = deliveryRequest({}, 1);
+      o.destinations[0]!.time_window_start = new Date(Date.now() - 60_000).toISOString();
+      o.destinations[0]!.time_window_end = new Date(Date.now() + 500).toISOString();
+      const handle = await start({ order: o, followUp: { quietMs: 10 * 60_000, windowGraceMs: 1_000 } });
+      const s = await following(handle);
+      provider.deliverAll(s.deliveryId!);
+      const result = (await handle.result()) as DeliveryState;
+      expect(result.status).toBe('DELIVERED');
+      expect(result.timeline.some((e) => e.note === `reconciling: time window of ${s.destinations[0]!.id} passed without news`)).toBe(true);
+      expect(provider.callsTo('getDelivery')).toHaveLength(1);
+    });
+
+    it('does not poll while webhooks keep coming', async () => {
+      const handle = await start({ followUp: { quietMs: 1_500, jitter: 0 } }, 1);
+      const s = await following(handle);
+      for (const status of ['ASSIGNED', 'UPCOMING', 'PICKED_UP']) {
+        await new Promise((r) => setTimeout(r, 700));
+        await handle.signal(statusChangedSignal, change(s, status));
+      }
+      await handle.signal(statusChangedSignal, change(s, 'DELIVERED'));
+      await handle.result();
+      expect(provider.callsTo('getDelivery')).toHaveLength(0);
     });
   });
 

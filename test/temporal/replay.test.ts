@@ -9,8 +9,10 @@ import { workflowBundle } from '../helpers/workers';
 describe('recorded delivery histories', () => {
   const histories = recordedHistories();
 
-  it('are present (record them with RECORD_HISTORIES=1)', () => {
-    expect(histories.length).toBeGreaterThanOrEqual(10);
+  it('are present, for every generation of the workflow code', () => {
+    const generations = new Set(histories.map((h) => h.generation));
+    expect([...generations]).toEqual(expect.arrayContaining(['v1-initial', 'v2-reconciliation']));
+    for (const g of generations) expect(histories.filter((h) => h.generation === g).length).toBeGreaterThanOrEqual(10);
   });
 
   it('all replay with the current workflow code', async () => {
