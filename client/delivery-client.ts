@@ -39,6 +39,7 @@ import {
   type DeliveryResult,
   type DeliveryState,
   type DeliveryWorkflowInput,
+  type FollowUpSettings,
   type TimelineEntry,
 } from '../workflows/messages';
 import * as SearchAttributes from '../workflows/search-attributes';
@@ -80,6 +81,8 @@ export interface StartOptions {
   /** The most to pay without approval; over it the workflow waits for approveQuote. */
   maxPrice?: Price;
   approvalTimeoutMs?: number;
+  /** When to ask the provider instead of waiting for webhooks (defaults suit production). */
+  followUp?: Partial<FollowUpSettings>;
 }
 
 export interface StartedDelivery {
@@ -109,6 +112,14 @@ const StartOptionsSchema = z.object({
   reference: ReferenceNumber,
   maxPrice: PriceSchema.optional(),
   approvalTimeoutMs: z.number().int().min(1_000).max(7 * 24 * 3_600_000).optional(),
+  followUp: z
+    .object({
+      quietMs: z.number().int().min(1_000).optional(),
+      windowGraceMs: z.number().int().min(0).optional(),
+      jitter: z.number().min(0).max(0.9).optional(),
+    })
+    .strict()
+    .optional(),
 });
 
 export interface DeliveryClientOptions {
@@ -309,7 +320,7 @@ function validateStart(order: DeliveryOrder, options: StartOptions, nowMs: numbe
   if (!parsed.success) issues.push(...fieldIssues(parsed.error).map((i) => ({ ...i, field: `order.${i.field}` })));
   else issues.push(...pickupTimeIssues(parsed.data.desired_pickup_time, nowMs).map((i) => ({ ...i, field: `order.${i.field}` })));
   if (issues.length > 0 || !o.success || !parsed.success) throw new InvalidInputError('delivery', issues);
-  return { reference: o.data.reference, order: parsed.data, maxPrice: o.data.maxPrice, approvalTimeoutMs: o.data.approvalTimeoutMs };
+  return { reference: o.data.reference, order: parsed.data, maxPrice: o.data.maxPrice, approvalTimeoutMs: o.data.approvalTimeoutMs, followUp: o.data.followUp };
 }
 
 /** "3 stops · food · ref A-1042": what an operator sees first in the Web UI. No personal data. */

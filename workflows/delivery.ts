@@ -181,8 +181,11 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
   try {
     if (CancellationScope.current().consideredCancelled) throw new CancelledFailure('cancellation requested while the delivery was being created');
     // Histories recorded before reconciliation existed wait for webhooks alone.
-    if (patched('reconciliation')) await followWithReconciliation();
-    else await condition(() => tracker.ended);
+    if (patched('reconciliation')) {
+      await followWithReconciliation();
+      // Webhooks may arrive out of order: the delivery's end can overtake a destination's.
+      if (state.destinations.some((d) => !isTerminalDestination(d.status))) await reconcile('the delivery ended with destinations still open');
+    } else await condition(() => tracker.ended);
   } catch (err) {
     if (!isCancellation(err)) throw err;
     await cancelAtProvider(err);

@@ -115,6 +115,17 @@ describe('the delivery workflow', () => {
     expect(result.timeline.every((e) => !Number.isNaN(Date.parse(e.at)))).toBe(true);
   });
 
+  it('checks with the provider when the delivery ends while destinations are still open', async () => {
+    const handle = await start({}, 1);
+    const s = await following(handle);
+    provider.deliverAll(s.deliveryId!);
+    // The delivery's own event overtook its destination's, which is still on its way.
+    await handle.signal(statusChangedSignal, change(s, 'DELIVERED'));
+    const result = (await handle.result()) as DeliveryState;
+    expect(result.destinations[0]!.status).toBe('DELIVERED');
+    expect(result.timeline.find((e) => e.subject === s.destinations[0]!.id && e.status === 'DELIVERED')?.source).toBe('reconciliation');
+  });
+
   it('ignores duplicates and older statuses, and keeps an unknown status', async () => {
     const handle = await start({}, 1);
     const s = await following(handle);
@@ -233,9 +244,10 @@ describe('the delivery workflow', () => {
     it('does not poll while webhooks keep coming', async () => {
       const handle = await start({ followUp: { quietMs: 1_500, jitter: 0 } }, 1);
       const s = await following(handle);
-      for (const status of ['ASSIGNED', 'UPCOMING', 'PICKED_UP']) {
+      const destinationId = s.destinations[0]!.id;
+      for (const c of [change(s, 'ASSIGNED'), change(s, 'UPCOMING'), change(s, 'PICKED_UP'), change(s, 'IN_TRANSIT', { destinationId }), change(s, 'DELIVERED', { destinationId })]) {
         await new Promise((r) => setTimeout(r, 700));
-        await handle.signal(statusChangedSignal, change(s, status));
+        await handle.signal(statusChangedSignal, c);
       }
       await handle.signal(statusChangedSignal, change(s, 'DELIVERED'));
       await handle.result();
