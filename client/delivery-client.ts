@@ -42,6 +42,7 @@ import {
   type FollowUpSettings,
   type TimelineEntry,
 } from '../workflows/messages';
+import { deliverySummary } from '../workflows/details';
 import * as SearchAttributes from '../workflows/search-attributes';
 import { deliveryWorkflowId, referenceFromWorkflowId } from '../workflows/task-queues';
 import { temporalSettingsFromEnv, type TemporalSettings } from './temporal-config';
@@ -321,12 +322,6 @@ function validateStart(order: DeliveryOrder, options: StartOptions, nowMs: numbe
   else issues.push(...pickupTimeIssues(parsed.data.desired_pickup_time, nowMs).map((i) => ({ ...i, field: `order.${i.field}` })));
   if (issues.length > 0 || !o.success || !parsed.success) throw new InvalidInputError('delivery', issues);
   return { reference: o.data.reference, order: parsed.data, maxPrice: o.data.maxPrice, approvalTimeoutMs: o.data.approvalTimeoutMs, followUp: o.data.followUp };
-}
-
-/** "3 stops · food · ref A-1042": what an operator sees first in the Web UI. No personal data. */
-export function deliverySummary(input: DeliveryWorkflowInput): string {
-  const n = input.order.destinations.length;
-  return [`${n} ${n === 1 ? 'stop' : 'stops'}`, input.order.is_food ? 'food' : undefined, `ref ${input.reference}`].filter(Boolean).join(' · ');
 }
 
 /** Turns Temporal's failure wrappers into the reason a person needs. */

@@ -17,6 +17,7 @@ import {
   isCancellation,
   patched,
   proxyActivities,
+  setCurrentDetails,
   setHandler,
   upsertSearchAttributes,
   workflowInfo,
@@ -24,6 +25,7 @@ import {
 } from '@temporalio/workflow';
 import type { ProviderActivities } from '../activities/provider-activities';
 import { canUpdate, isTerminalDestination } from '../provider/lifecycle';
+import type { CallFamily } from '../provider/limits';
 import { UpdateDeliveryRequestSchema, type CreateDeliveryRequest, type DeliveryRecord, type Quote, type UpdateDeliveryRequest } from '../provider/schemas';
 import { describeIssues, fieldIssues } from '../provider/validation';
 import { NON_RETRYABLE_PROVIDER_FAILURES, PROVIDER_FAILURE_TYPES, WORKFLOW_FAILURE_TYPES } from './failures';
@@ -40,6 +42,7 @@ import {
   type StatusChange,
 } from './messages';
 import { DeliveryId, DeliveryStatus, QuotedPrice } from './search-attributes';
+import { deliveryDetails } from './details';
 import { DeliveryTracker } from './state';
 import { providerTaskQueues } from './task-queues';
 
@@ -68,12 +71,17 @@ function providerActivities() {
     quotes: proxyActivities<ProviderActivities>({ ...providerCall, taskQueue: queues.quotes }),
     creations: proxyActivities<ProviderActivities>({ ...providerCall, taskQueue: queues.creations }),
     other: proxyActivities<ProviderActivities>({ ...providerCall, taskQueue: queues.other }),
+    /** Options for one call, with the summary the Web UI shows on its event. */
+    labelled(family: CallFamily, summary: string, extra: ActivityOptions = {}): ActivityOptions {
+      return { ...providerCall, taskQueue: queues[family], summary, ...extra };
+    },
   };
 }
 
 /** A quote without a delivery: the same rate-limited path as the delivery workflow's quote. */
 export async function quoteOnly(order: CreateDeliveryRequest): Promise<Quote> {
-  return providerActivities().quotes.quoteDelivery(order);
+  const act = providerActivities();
+  return act.quotes.quoteDelivery.executeWithOptions(act.labelled('quotes', `quote ${order.destinations.length} stop(s)`), [order]);
 }
 
 export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryResult> {
@@ -90,7 +98,12 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
   let decision: { approved: true } | { approved: false; reason: string } | undefined;
 
   const now = () => new Date();
-  const setPhase = (phase: DeliveryState['phase']) => (state.phase = phase);
+  /** The Web UI's current details follow the state (not a history event: free to refresh). */
+  const refreshDetails = () => setCurrentDetails(deliveryDetails(state));
+  const setPhase = (phase: DeliveryState['phase']) => {
+    state.phase = phase;
+    refreshDetails();
+  };
   const statusChanged = (before: string | undefined) => {
     if (state.status !== undefined && state.status !== before) upsertSearchAttributes([{ key: DeliveryStatus, value: state.status }]);
   };
@@ -98,6 +111,7 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
     const before = state.status;
     tracker.applyRecord(record, source, now());
     statusChanged(before);
+    refreshDetails();
   };
 
   setHandler(statusQuery, () => state);
@@ -111,6 +125,7 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
     const before = state.status;
     tracker.apply(change, now());
     statusChanged(before);
+    refreshDetails();
   });
 
   const awaitingApproval = () => {
@@ -138,7 +153,7 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
   setHandler(
     updateDeliveryUpdate,
     async (patch: UpdateDeliveryRequest) => {
-      const record = await act.other.updateDelivery({ deliveryId: state.deliveryId!, patch });
+      const record = await act.other.updateDelivery.executeWithOptions(act.labelled('other', `update ${Object.keys(patch).join(', ')}`), [{ deliveryId: state.deliveryId!, patch }]);
       takeRecord(record);
       tracker.note(now(), `updated: ${Object.keys(patch).join(', ')}`);
       return state;
@@ -148,7 +163,8 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
 
   // 1. Quote, 2. price guard. A cancellation here ends the workflow with nothing created.
   try {
-    const quote = await act.quotes.quoteDelivery(request);
+    refreshDetails();
+    const quote = await act.quotes.quoteDelivery.executeWithOptions(act.labelled('quotes', `quote ${request.destinations.length} stop(s)`), [request]);
     state.quote = quote;
     upsertSearchAttributes([{ key: QuotedPrice, value: quote.price.amount }]);
     tracker.note(now(), `quoted ${quote.price.amount} ${quote.price.currency} (minor units)`);
@@ -168,7 +184,7 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
   // the delivery's id so that a cancellation can reach it.
   setPhase('creating');
   const record = await CancellationScope.nonCancellable(() =>
-    act.creations.createDelivery({ request, idempotencyKey: workflowInfo().workflowId }),
+    act.creations.createDelivery.executeWithOptions(act.labelled('creations', `create delivery ref ${input.reference}`), [{ request, idempotencyKey: workflowInfo().workflowId }]),
   );
   takeRecord(record);
   upsertSearchAttributes([{ key: DeliveryId, value: record.id }]);
@@ -206,7 +222,7 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
       const quietMs = Math.max(MIN_CHECK_MS, followUp.quietMs * (1 - followUp.jitter * Math.random()));
       const windowDue = nextWindowDeadline();
       const waitMs = Math.max(MIN_CHECK_MS, Math.min(quietMs, windowDue === undefined ? Infinity : windowDue.at - Date.now()));
-      const woken = await condition(() => tracker.ended || signalsReceived !== seen, waitMs);
+      const woken = await condition(() => tracker.ended || signalsReceived !== seen, waitMs, { summary: 'wait for webhooks before reconciling' });
       if (tracker.ended) return;
       const windowPassed = windowDue !== undefined && Date.now() >= windowDue.at;
       if (woken && !windowPassed) continue; // news arrived: the quiet clock starts again
@@ -235,7 +251,7 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
     tracker.note(now(), `reconciling: ${reason}`);
     try {
       // Gives up after a while (the next check tries again; webhooks keep applying meanwhile).
-      const options: ActivityOptions = { ...providerCall, taskQueue: providerTaskQueues(workflowInfo().taskQueue).other, scheduleToCloseTimeout: '5 minutes', summary: `reconcile: ${reason}` };
+      const options = act.labelled('other', `reconcile: ${reason}`, { scheduleToCloseTimeout: '5 minutes' });
       const record = await act.other.getDelivery.executeWithOptions(options, [state.deliveryId!]);
       takeRecord(record, 'reconciliation');
     } catch (err) {
@@ -258,7 +274,7 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
     setPhase('awaiting_approval');
     const timeoutMs = input.approvalTimeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS;
     tracker.note(now(), `quote ${quote.price.amount} is over the maximum ${max.amount}: waiting up to ${Math.round(timeoutMs / 1000)} s for approval`);
-    const decided = await condition(() => decision !== undefined, timeoutMs);
+    const decided = await condition(() => decision !== undefined, timeoutMs, { summary: 'wait for approveQuote or rejectQuote' });
     if (!decided) {
       tracker.note(now(), 'no approval in time: nothing was created');
       setPhase('ended');
@@ -282,7 +298,9 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
     const requestedAt = now().toISOString();
     setPhase('cancelling');
     try {
-      const cancelled = await CancellationScope.nonCancellable(() => act.other.cancelDelivery(state.deliveryId!));
+      const cancelled = await CancellationScope.nonCancellable(() =>
+        act.other.cancelDelivery.executeWithOptions(act.labelled('other', `cancel ${state.deliveryId}`), [state.deliveryId!]),
+      );
       takeRecord(cancelled);
       state.cancellation = { requestedAt, outcome: 'cancelled' };
       tracker.note(now(), 'cancelled at the provider');

@@ -1,0 +1,36 @@
+/**
+ * What the Temporal Web UI shows for a delivery: a one-line static summary, fixed at start, and
+ * current details kept up to date (markdown). Neither holds personal data: no names, phones or
+ * addresses, only ids, statuses, time windows and tracking links.
+ */
+import type { DeliveryState, DeliveryWorkflowInput } from './messages';
+
+/** "3 stops · food · ref A-1042" */
+export function deliverySummary(input: Pick<DeliveryWorkflowInput, 'reference' | 'order'>): string {
+  const n = input.order.destinations.length;
+  return [`${n} ${n === 1 ? 'stop' : 'stops'}`, input.order.is_food ? 'food' : undefined, `ref ${input.reference}`].filter(Boolean).join(' · ');
+}
+
+function money(p: { amount: number; currency: string }): string {
+  return `${(p.amount / 100).toFixed(2)} ${p.currency}`;
+}
+
+function cell(text: string): string {
+  return text.replace(/[|\n]/g, ' ');
+}
+
+export function deliveryDetails(s: DeliveryState): string {
+  const price = s.price ?? s.quote?.price;
+  const lines = [
+    `**${s.status ?? s.phase}**${s.deliveryId ? ` · provider id \`${cell(s.deliveryId)}\`` : ''}${price ? ` · ${money(price)}${s.price ? '' : ' (quoted)'}` : ''}`,
+  ];
+  if (s.cancellation) lines.push('', `cancellation: ${s.cancellation.outcome}${s.cancellation.reason ? ` (${cell(s.cancellation.reason)})` : ''}`);
+  if (s.destinations.length > 0) {
+    lines.push('', '| stop | status | window (UTC) | tracking |', '|---|---|---|---|');
+    for (const d of s.destinations) {
+      const window = `${d.timeWindowStart.slice(11, 16)}–${d.timeWindowEnd.slice(11, 16)}`;
+      lines.push(`| \`${cell(d.id)}\` | ${cell(d.status)} | ${window} | [track](${encodeURI(d.trackingUrl)}) |`);
+    }
+  }
+  return lines.join('\n');
+}
