@@ -91,8 +91,8 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
   const request = { ...input.order, reference_number: input.reference };
   const pending: StatusChange[] = [];
   const followUp: FollowUpSettings = { ...DEFAULT_FOLLOW_UP, ...input.followUp };
-  /** Counts status signals, applied or not: any webhook shows the provider's webhooks get through. */
-  let signalsReceived = 0;
+  /** When the last status signal came, applied or not: any webhook shows that webhooks get through. */
+  let lastSignalAt = Date.now();
   /** Destinations whose passed time window has been reconciled once already. */
   const windowsChecked = new Set<string>();
   let decision: { approved: true } | { approved: false; reason: string } | undefined;
@@ -117,7 +117,7 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
   setHandler(statusQuery, () => state);
 
   setHandler(statusChangedSignal, (change) => {
-    signalsReceived += 1;
+    lastSignalAt = Date.now();
     if (state.deliveryId === undefined) {
       if (pending.length < PENDING_CHANGES_LIMIT) pending.push(change);
       return;
@@ -217,17 +217,21 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
    * without it ending. Reads go through the rate-limited queue for the provider's other calls.
    */
   async function followWithReconciliation(): Promise<void> {
+    lastSignalAt = Date.now(); // the quiet clock starts when there is a delivery to hear about
     while (!tracker.ended) {
-      const seen = signalsReceived;
+      // One timer per check, not one per webhook: a signal only moves the quiet deadline, which
+      // is looked at when the timer fires. That keeps the history small for busy deliveries.
       const quietMs = Math.max(MIN_CHECK_MS, followUp.quietMs * (1 - followUp.jitter * Math.random()));
       const windowDue = nextWindowDeadline();
-      const waitMs = Math.max(MIN_CHECK_MS, Math.min(quietMs, windowDue === undefined ? Infinity : windowDue.at - Date.now()));
-      const woken = await condition(() => tracker.ended || signalsReceived !== seen, waitMs, { summary: 'wait for webhooks before reconciling' });
+      const dueAt = Math.min(lastSignalAt + quietMs, windowDue?.at ?? Infinity);
+      await condition(() => tracker.ended, Math.max(MIN_CHECK_MS, dueAt - Date.now()), { summary: 'next reconciliation check' });
       if (tracker.ended) return;
       const windowPassed = windowDue !== undefined && Date.now() >= windowDue.at;
-      if (woken && !windowPassed) continue; // news arrived: the quiet clock starts again
+      const quietPassed = Date.now() >= lastSignalAt + quietMs;
+      if (!windowPassed && !quietPassed) continue; // webhooks arrived meanwhile
       if (windowPassed) windowDue.ids.forEach((id) => windowsChecked.add(id));
       await reconcile(windowPassed ? `time window of ${windowDue.ids.join(', ')} passed without news` : `no webhook for ${Math.round(quietMs / 1000)} s`);
+      lastSignalAt = Date.now();
     }
   }
 
