@@ -45,6 +45,7 @@ import {
 import { deliverySummary } from '../workflows/details';
 import * as SearchAttributes from '../workflows/search-attributes';
 import { deliveryWorkflowId, referenceFromWorkflowId } from '../workflows/task-queues';
+import { dataConverterFromEnv } from './payload-codec';
 import { temporalSettingsFromEnv, type TemporalSettings } from './temporal-config';
 
 /** Bad input: nothing was started or changed. `issues` name each field and rule. */
@@ -148,9 +149,10 @@ export class DeliveryClient {
   /** Connects with the environment's settings; with none, to the local stack. */
   static async connect(settings: { temporal?: TemporalSettings; provider?: ProviderConfig } = {}): Promise<DeliveryClient> {
     const t = settings.temporal ?? temporalSettingsFromEnv();
+    const dataConverter = dataConverterFromEnv();
     const connection = await Connection.connect({ address: t.address, connectTimeout: 5_000 });
     const provider = settings.provider ? new ProviderClient(settings.provider) : undefined;
-    return new DeliveryClient({ temporal: new Client({ connection, namespace: t.namespace }), taskQueue: t.taskQueue, connection, provider });
+    return new DeliveryClient({ temporal: new Client({ connection, namespace: t.namespace, dataConverter }), taskQueue: t.taskQueue, connection, provider });
   }
 
   async close(): Promise<void> {

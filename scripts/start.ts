@@ -4,12 +4,14 @@
  *   - the provider simulator (http://127.0.0.1:4010) with statuses advancing on their own and
  *     its webhooks pointed at the bridge,
  *   - the delivery worker,
- *   - the webhook bridge (http://127.0.0.1:8080), sharing a webhook secret with the simulator.
+ *   - the webhook bridge (http://127.0.0.1:8080), sharing a webhook secret with the simulator,
+ *   - the codec endpoint (http://127.0.0.1:8234) through which the Web UI decrypts payloads.
  * Ctrl-C stops everything; started again, the dev server finds its workflows where it left them.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { generatePayloadKey, LOCAL_STACK_KEYS_FILE } from '../client/payload-codec';
 import { generateWebhookSecret } from '../provider/webhook-signature';
 import { ensureTemporalCli } from './temporal-cli';
 import { startDevServer, stopProcess, type DevServer } from './temporal-dev-server';
@@ -20,6 +22,7 @@ const TEMPORAL_PORT = Number(process.env.TEMPORAL_PORT ?? 7233);
 const TEMPORAL_UI_PORT = Number(process.env.TEMPORAL_UI_PORT ?? 8233);
 const SIMULATOR_URL = 'http://127.0.0.1:4010';
 const BRIDGE_URL = 'http://127.0.0.1:8080';
+const CODEC_URL = 'http://127.0.0.1:8234';
 
 const children: { name: string; process: ChildProcess }[] = [];
 let devServer: DevServer | undefined;
@@ -73,16 +76,27 @@ async function main(): Promise<void> {
   process.on('SIGTERM', () => void shutdown(0));
   mkdirSync(dataDir, { recursive: true });
 
+  // Personal data is encrypted in Temporal; the key is made once and kept with the data (the
+  // history is unreadable without it). The Web UI decrypts through the codec endpoint.
+  if (!existsSync(LOCAL_STACK_KEYS_FILE)) writeFileSync(LOCAL_STACK_KEYS_FILE, generatePayloadKey('local') + '\n', { mode: 0o600 });
+  const payloadKeys = readFileSync(LOCAL_STACK_KEYS_FILE, 'utf8').trim();
+
   const cli = await ensureTemporalCli((l) => log(l));
   log('starting the Temporal dev server...');
-  devServer = await startDevServer({ cli, port: TEMPORAL_PORT, uiPort: TEMPORAL_UI_PORT, dbFilename: join(dataDir, 'temporal.db') });
+  devServer = await startDevServer({
+    cli,
+    port: TEMPORAL_PORT,
+    uiPort: TEMPORAL_UI_PORT,
+    dbFilename: join(dataDir, 'temporal.db'),
+    extraArgs: ['--ui-codec-endpoint', CODEC_URL],
+  });
 
   // The local sandbox's signing secret, kept with the data so webhooks still being retried
   // after a restart keep verifying. Never printed.
   const secretFile = join(dataDir, 'webhook-secret');
   if (!existsSync(secretFile)) writeFileSync(secretFile, generateWebhookSecret(), { mode: 0o600 });
   const webhookSecret = readFileSync(secretFile, 'utf8').trim();
-  const temporalEnv = { TEMPORAL_ADDRESS: devServer.address, TEMPORAL_NAMESPACE: devServer.namespace };
+  const temporalEnv = { TEMPORAL_ADDRESS: devServer.address, TEMPORAL_NAMESPACE: devServer.namespace, DELIVERY_PAYLOAD_KEYS: payloadKeys };
 
   await runService(
     'simulator',
@@ -97,6 +111,7 @@ async function main(): Promise<void> {
   await Promise.all([
     runService('worker', 'worker/main.ts', { ...temporalEnv, DELIVERY_API_URL: SIMULATOR_URL }, /^worker: task queue/),
     runService('bridge', 'bridge/main.ts', { ...temporalEnv, DELIVERY_API_URL: SIMULATOR_URL, DELIVERY_WEBHOOK_SECRETS: webhookSecret }, /^bridge: listening/),
+    runService('codec', 'client/codec-server.ts', { DELIVERY_PAYLOAD_KEYS: payloadKeys, CODEC_ALLOWED_ORIGIN: devServer.uiUrl }, /^codec: listening/),
   ]);
 
   log('');
@@ -105,6 +120,7 @@ async function main(): Promise<void> {
   log(`  Temporal Web UI  ${devServer.uiUrl}`);
   log(`  provider sandbox ${SIMULATOR_URL} (API key: sandbox-key; dashboard ${SIMULATOR_URL}/_sim)`);
   log(`  webhook bridge   ${BRIDGE_URL}/webhooks/delivery`);
+  log(`  codec endpoint   ${CODEC_URL} (the Web UI decrypts payloads through it)`);
   log('try, in another terminal:');
   log('  npx delivery create --reference DEMO-1 --order docs/examples/order.json --watch');
   log('Ctrl-C stops everything; data stays in .data/');

@@ -4,6 +4,7 @@
  * never travels through Temporal.
  */
 import { DefaultLogger, NativeConnection, Runtime, type LogLevel } from '@temporalio/worker';
+import { dataConverterFromEnv } from '../client/payload-codec';
 import { temporalSettingsFromEnv } from '../client/temporal-config';
 import { createProviderActivities } from '../activities/provider-activities';
 import { ProviderClient } from '../provider/client';
@@ -32,6 +33,7 @@ async function main(): Promise<void> {
     namespace: temporal.namespace,
     taskQueue: temporal.taskQueue,
     activities: createProviderActivities(client),
+    dataConverter: dataConverterFromEnv(),
   });
   const stop = () => workers.shutdown();
   process.once('SIGINT', stop);

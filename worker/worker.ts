@@ -3,6 +3,7 @@
  * one task queue per rate-limited call family (creations, quotes, the rest), each with the
  * server-side activity rate its provider limit allows.
  */
+import type { DataConverter } from '@temporalio/common';
 import { bundleWorkflowCode, Worker, type NativeConnection, type WorkflowBundle } from '@temporalio/worker';
 import type { ProviderActivities } from '../activities/provider-activities';
 import { PROVIDER_RATE_LIMITS, type CallFamily } from '../provider/limits';
@@ -19,6 +20,8 @@ export interface DeliveryWorkerOptions {
   workflowBundle?: WorkflowBundle;
   /** Cap on activities running at once per call-family worker. */
   maxConcurrentActivities?: number;
+  /** Payload encryption (client/payload-codec.ts); the same codec as every client's. */
+  dataConverter?: DataConverter;
 }
 
 export interface DeliveryWorkers {
@@ -33,7 +36,7 @@ export interface DeliveryWorkers {
 export async function createDeliveryWorkers(o: DeliveryWorkerOptions): Promise<DeliveryWorkers> {
   const limits = o.rateLimits ?? PROVIDER_RATE_LIMITS;
   const queues = providerTaskQueues(o.taskQueue);
-  const base = { connection: o.connection, namespace: o.namespace };
+  const base = { connection: o.connection, namespace: o.namespace, dataConverter: o.dataConverter };
 
   const workflowWorker = await Worker.create({
     ...base,

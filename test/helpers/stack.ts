@@ -4,6 +4,7 @@
  * Temporal dev server. Each call gets its own task queue, ports and webhook secret.
  */
 import type { Client, Connection } from '@temporalio/client';
+import type { DataConverter } from '@temporalio/common';
 import { createProviderActivities } from '../../activities/provider-activities';
 import { createBridge, WEBHOOK_PATH, type Bridge } from '../../bridge/server';
 import { DeliveryClient } from '../../client/delivery-client';
@@ -29,13 +30,15 @@ export interface Stack {
   stop(): Promise<void>;
 }
 
-export async function startStack(o: { workerApiKey?: string; simulator?: SimulatorOptions; bridgeLog?: (e: Record<string, unknown>) => void } = {}): Promise<Stack> {
+export async function startStack(
+  o: { workerApiKey?: string; simulator?: SimulatorOptions; bridgeLog?: (e: Record<string, unknown>) => void; dataConverter?: DataConverter } = {},
+): Promise<Stack> {
   const sim = createSimulator({ onError: (m) => console.error(`simulator: ${m}`), ...o.simulator });
   const { url: simUrl } = await sim.listen(0, '127.0.0.1');
 
-  const { client: temporal, connection } = await testClient();
+  const { client: temporal, connection } = await testClient(o.dataConverter);
   const workerProvider = new ProviderClient({ baseUrl: simUrl, apiKey: o.workerApiKey ?? SANDBOX_KEY, timeoutMs: 5_000 });
-  const workers = await startWorkers(createProviderActivities(workerProvider), { prefix: 'e2e' });
+  const workers = await startWorkers(createProviderActivities(workerProvider), { prefix: 'e2e', dataConverter: o.dataConverter });
 
   const webhookSecret = generateWebhookSecret();
   const bridgeProvider = new ProviderClient({ baseUrl: simUrl, apiKey: SANDBOX_KEY, timeoutMs: 5_000 });

@@ -1,6 +1,7 @@
 /** Connections to the dev server that test/helpers/global-setup.ts started for this run. */
 import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
+import type { DataConverter } from '@temporalio/common';
 import { NativeConnection } from '@temporalio/worker';
 
 export function testServerAddress(): { address: string; namespace: string } {
@@ -9,10 +10,10 @@ export function testServerAddress(): { address: string; namespace: string } {
   return { address, namespace: process.env.TEMPORAL_NAMESPACE ?? 'default' };
 }
 
-export async function testClient(): Promise<{ client: Client; connection: Connection }> {
+export async function testClient(dataConverter?: DataConverter): Promise<{ client: Client; connection: Connection }> {
   const { address, namespace } = testServerAddress();
   const connection = await Connection.connect({ address });
-  return { client: new Client({ connection, namespace }), connection };
+  return { client: new Client({ connection, namespace, dataConverter }), connection };
 }
 
 export async function testNativeConnection(): Promise<NativeConnection> {

@@ -1,4 +1,5 @@
 /** Delivery workers for a test file: one bundle, one set of workers on a task queue of its own. */
+import type { DataConverter } from '@temporalio/common';
 import type { WorkflowBundle } from '@temporalio/worker';
 import type { ProviderActivities } from '../../activities/provider-activities';
 import type { RateLimits } from '../../worker/rate-limits';
@@ -24,7 +25,7 @@ export interface RunningWorkers {
   stop(): Promise<void>;
 }
 
-export async function startWorkers(activities: ProviderActivities, options: { prefix?: string; rateLimits?: RateLimits } = {}): Promise<RunningWorkers> {
+export async function startWorkers(activities: ProviderActivities, options: { prefix?: string; rateLimits?: RateLimits; dataConverter?: DataConverter } = {}): Promise<RunningWorkers> {
   const connection = await testNativeConnection();
   const taskQueue = uniqueTaskQueue(options.prefix ?? 'deliveries');
   const workers = await createDeliveryWorkers({
@@ -34,6 +35,7 @@ export async function startWorkers(activities: ProviderActivities, options: { pr
     activities,
     rateLimits: options.rateLimits ?? UNTHROTTLED,
     workflowBundle: await workflowBundle(),
+    dataConverter: options.dataConverter,
   });
   const running = workers.run();
   return {

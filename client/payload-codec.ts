@@ -1,0 +1,120 @@
+/**
+ * Personal data encrypted in Temporal. Workflow inputs, results, signals, queries and activity
+ * arguments carry recipients' names, phones and addresses; this codec encrypts every payload
+ * with AES-256-GCM before it leaves the process, so the server's history stores ciphertext only.
+ *
+ * Keys come from the environment (`DELIVERY_PAYLOAD_KEYS`: `id:base64key[,id:base64key…]`, the
+ * first one encrypts, all of them decrypt, for rotation). Each encrypted payload names its key id
+ * in its metadata, so old histories stay readable after a new key is put first.
+ */
+import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { METADATA_ENCODING_KEY, type Payload, type PayloadCodec } from '@temporalio/common';
+import { temporal } from '@temporalio/proto';
+import { z } from 'zod';
+import { parseEnv } from '../provider/validation';
+
+export const ENCRYPTED_ENCODING = 'binary/encrypted';
+const KEY_ID_METADATA = 'encryption-key-id';
+const CIPHER_METADATA = 'encryption-cipher';
+const CIPHER = 'AES256GCM';
+const IV_BYTES = 12;
+const TAG_BYTES = 16;
+
+export interface PayloadKey {
+  id: string;
+  key: Buffer;
+}
+
+export class AesGcmPayloadCodec implements PayloadCodec {
+  private readonly keys: Map<string, Buffer>;
+  private readonly active: PayloadKey;
+
+  /** `keys[0]` encrypts; every key decrypts. */
+  constructor(keys: readonly PayloadKey[]) {
+    if (keys.length === 0) throw new Error('the payload codec needs at least one key');
+    for (const k of keys) if (k.key.length !== 32) throw new Error(`payload key ${k.id} must be 32 bytes (AES-256), not ${k.key.length}`);
+    this.keys = new Map(keys.map((k) => [k.id, k.key]));
+    this.active = keys[0]!;
+  }
+
+  async encode(payloads: Payload[]): Promise<Payload[]> {
+    return payloads.map((payload) => {
+      const iv = randomBytes(IV_BYTES);
+      const cipher = createCipheriv('aes-256-gcm', this.active.key, iv);
+      const plain = temporal.api.common.v1.Payload.encode(payload).finish();
+      const data = Buffer.concat([iv, cipher.update(plain), cipher.final(), cipher.getAuthTag()]);
+      return {
+        metadata: {
+          [METADATA_ENCODING_KEY]: Buffer.from(ENCRYPTED_ENCODING),
+          [KEY_ID_METADATA]: Buffer.from(this.active.id),
+          [CIPHER_METADATA]: Buffer.from(CIPHER),
+        },
+        data,
+      };
+    });
+  }
+
+  async decode(payloads: Payload[]): Promise<Payload[]> {
+    return payloads.map((payload) => {
+      if (Buffer.from(payload.metadata?.[METADATA_ENCODING_KEY] ?? []).toString() !== ENCRYPTED_ENCODING) return payload;
+      const keyId = Buffer.from(payload.metadata?.[KEY_ID_METADATA] ?? []).toString();
+      const key = this.keys.get(keyId);
+      if (!key) throw new Error(`no payload key with id "${keyId}" is configured (DELIVERY_PAYLOAD_KEYS); cannot decrypt`);
+      const data = Buffer.from(payload.data ?? []);
+      if (data.length < IV_BYTES + TAG_BYTES) throw new Error('encrypted payload is too short');
+      const decipher = createDecipheriv('aes-256-gcm', key, data.subarray(0, IV_BYTES));
+      decipher.setAuthTag(data.subarray(data.length - TAG_BYTES));
+      const plain = Buffer.concat([decipher.update(data.subarray(IV_BYTES, data.length - TAG_BYTES)), decipher.final()]);
+      return temporal.api.common.v1.Payload.decode(plain);
+    });
+  }
+}
+
+export function generatePayloadKey(id = `k${Date.now().toString(36)}`): string {
+  return `${id}:${randomBytes(32).toString('base64')}`;
+}
+
+const KeyListSchema = z.object({
+  DELIVERY_PAYLOAD_KEYS: z
+    .string()
+    .transform((s) => s.split(/[\s,]+/).filter(Boolean))
+    .pipe(
+      z
+        .array(
+          z.string().regex(/^[A-Za-z0-9_.-]{1,64}:[A-Za-z0-9+/]{43}=$/, { message: 'each key must be <id>:<base64 of 32 bytes>, e.g. from `npm run -s payload-key`' }),
+        )
+        .min(1),
+    )
+    .optional(),
+});
+
+/** Where `npm start` keeps the local stack's key; used when DELIVERY_PAYLOAD_KEYS is not set. */
+export const LOCAL_STACK_KEYS_FILE = join(__dirname, '..', '.data', 'payload-keys');
+
+/**
+ * The codec configured in the environment; undefined means no encryption. With nothing
+ * configured at all (neither keys nor TEMPORAL_ADDRESS), the library and CLI talk to the local
+ * stack, so they use the key `npm start` made for it, if there is one.
+ */
+export function payloadCodecFromEnv(env: NodeJS.ProcessEnv = process.env): AesGcmPayloadCodec | undefined {
+  const talksToLocalStack = !env.DELIVERY_PAYLOAD_KEYS && !env.TEMPORAL_ADDRESS;
+  const local = talksToLocalStack && existsSync(LOCAL_STACK_KEYS_FILE) ? readFileSync(LOCAL_STACK_KEYS_FILE, 'utf8').trim() : undefined;
+  const { DELIVERY_PAYLOAD_KEYS: keys } = parseEnv(KeyListSchema, { DELIVERY_PAYLOAD_KEYS: env.DELIVERY_PAYLOAD_KEYS || local }, 'payload encryption configuration');
+  if (!keys) return undefined;
+  return new AesGcmPayloadCodec(
+    keys.map((entry) => {
+      const [id, b64] = entry.split(':') as [string, string];
+      return { id, key: Buffer.from(b64, 'base64') };
+    }),
+  );
+}
+
+/** `dataConverter` option for clients and workers: encryption when keys are configured. */
+export function dataConverterFromEnv(env: NodeJS.ProcessEnv = process.env): { payloadCodecs: PayloadCodec[] } | undefined {
+  const codec = payloadCodecFromEnv(env);
+  return codec ? { payloadCodecs: [codec] } : undefined;
+}
+
+if (require.main === module) console.log(generatePayloadKey()); // `npm run -s payload-key`
