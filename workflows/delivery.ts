@@ -14,6 +14,7 @@ import {
   CancellationScope,
   CancelledFailure,
   condition,
+  continueAsNew,
   isCancellation,
   patched,
   proxyActivities,
@@ -48,6 +49,8 @@ import { providerTaskQueues } from './task-queues';
 
 /** Default wait for a person to approve a quote over the order's maximum price. */
 export const DEFAULT_APPROVAL_TIMEOUT_MS = 30 * 60_000;
+/** Each run stays well under 2,000 events; Temporal may suggest continuing sooner. */
+export const DEFAULT_HISTORY_LIMIT = 1_500;
 export const DEFAULT_FOLLOW_UP: FollowUpSettings = { quietMs: 15 * 60_000, windowGraceMs: 15 * 60_000, jitter: 0.2 };
 /** Never poll more often than this, whatever the settings say. */
 const MIN_CHECK_MS = 1_000;
@@ -85,16 +88,18 @@ export async function quoteOnly(order: CreateDeliveryRequest): Promise<Quote> {
 }
 
 export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryResult> {
-  const tracker = DeliveryTracker.start(input);
+  const tracker = input.resume ? new DeliveryTracker(input.resume.tracker) : DeliveryTracker.start(input);
   const state = tracker.state;
   const act = providerActivities();
   const request = { ...input.order, reference_number: input.reference };
   const pending: StatusChange[] = [];
   const followUp: FollowUpSettings = { ...DEFAULT_FOLLOW_UP, ...input.followUp };
   /** When the last status signal came, applied or not: any webhook shows that webhooks get through. */
-  let lastSignalAt = Date.now();
+  let lastSignalAt = input.resume?.lastSignalAt ?? Date.now();
   /** Destinations whose passed time window has been reconciled once already. */
-  const windowsChecked = new Set<string>();
+  const windowsChecked = new Set<string>(input.resume?.windowsChecked);
+  const historyLimit = input.historyLimit ?? DEFAULT_HISTORY_LIMIT;
+  const historyIsLong = () => workflowInfo().continueAsNewSuggested || workflowInfo().historyLength >= historyLimit;
   let decision: { approved: true } | { approved: false; reason: string } | undefined;
 
   const now = () => new Date();
@@ -161,6 +166,8 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
     { validator: (patch: UpdateDeliveryRequest) => validateUpdate(state, patch) },
   );
 
+  if (input.resume) return await follow();
+
   // 1. Quote, 2. price guard. A cancellation here ends the workflow with nothing created.
   try {
     refreshDetails();
@@ -192,24 +199,34 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
   for (const change of pending.splice(0)) tracker.apply(change, now());
   statusChanged(beforePending);
   setPhase('following');
+  return await follow();
 
-  // 4. Follow until the delivery ends, or until the workflow is cancelled.
-  try {
-    if (CancellationScope.current().consideredCancelled) throw new CancelledFailure('cancellation requested while the delivery was being created');
-    // Histories recorded before reconciliation existed wait for webhooks alone.
-    if (patched('reconciliation')) {
-      await followWithReconciliation();
-      // Webhooks may arrive out of order: the delivery's end can overtake a destination's.
-      if (state.destinations.some((d) => !isTerminalDestination(d.status))) await reconcile('the delivery ended with destinations still open');
-    } else await condition(() => tracker.ended);
-  } catch (err) {
-    if (!isCancellation(err)) throw err;
-    await cancelAtProvider(err);
+  /** 4. Follow until the delivery ends, or until the workflow is cancelled. */
+  async function follow(): Promise<DeliveryResult> {
+    try {
+      if (CancellationScope.current().consideredCancelled) throw new CancelledFailure('cancellation requested while the delivery was being created');
+      // Histories recorded before reconciliation existed wait for webhooks alone.
+      if (patched('reconciliation')) {
+        await followWithReconciliation();
+        // Webhooks may arrive out of order: the delivery's end can overtake a destination's.
+        if (state.destinations.some((d) => !isTerminalDestination(d.status))) await reconcile('the delivery ended with destinations still open');
+      } else await condition(() => tracker.ended);
+    } catch (err) {
+      if (!isCancellation(err)) throw err;
+      await cancelAtProvider(err);
+    }
+    setPhase('ended');
+    // An update that is still talking to the provider finishes before the workflow closes.
+    await CancellationScope.nonCancellable(() => condition(allHandlersFinished));
+    return state;
   }
-  setPhase('ended');
-  // An update that is still talking to the provider finishes before the workflow closes.
-  await CancellationScope.nonCancellable(() => condition(allHandlersFinished));
-  return state;
+
+  /** Carries the whole state into a fresh run once this one's history is long. */
+  async function continueWithState(): Promise<never> {
+    await condition(allHandlersFinished); // an update in flight finishes in this run
+    tracker.note(now(), `continuing as new after ${workflowInfo().historyLength} events`);
+    return continueAsNew<typeof delivery>({ ...input, resume: { tracker: tracker.snapshot(), windowsChecked: [...windowsChecked], lastSignalAt } });
+  }
 
   /**
    * Waits for the delivery to end, asking the provider for the truth when no webhook has come
@@ -217,15 +234,17 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
    * without it ending. Reads go through the rate-limited queue for the provider's other calls.
    */
   async function followWithReconciliation(): Promise<void> {
-    lastSignalAt = Date.now(); // the quiet clock starts when there is a delivery to hear about
+    if (!input.resume) lastSignalAt = Date.now(); // the quiet clock starts when there is a delivery to hear about
     while (!tracker.ended) {
+      if (historyIsLong()) await continueWithState();
       // One timer per check, not one per webhook: a signal only moves the quiet deadline, which
       // is looked at when the timer fires. That keeps the history small for busy deliveries.
       const quietMs = Math.max(MIN_CHECK_MS, followUp.quietMs * (1 - followUp.jitter * Math.random()));
       const windowDue = nextWindowDeadline();
       const dueAt = Math.min(lastSignalAt + quietMs, windowDue?.at ?? Infinity);
-      await condition(() => tracker.ended, Math.max(MIN_CHECK_MS, dueAt - Date.now()), { summary: 'next reconciliation check' });
+      await condition(() => tracker.ended || historyIsLong(), Math.max(MIN_CHECK_MS, dueAt - Date.now()), { summary: 'next reconciliation check' });
       if (tracker.ended) return;
+      if (historyIsLong()) continue;
       const windowPassed = windowDue !== undefined && Date.now() >= windowDue.at;
       const quietPassed = Date.now() >= lastSignalAt + quietMs;
       if (!windowPassed && !quietPassed) continue; // webhooks arrived meanwhile

@@ -4,6 +4,7 @@
  * environment.
  */
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import type { TrackerSnapshot } from './state';
 import type { CreateDeliveryRequest, DeliveryStatus, DestinationStatus, PackageType, Price, Quote, UpdateDeliveryRequest } from '../provider/schemas';
 
 /** The order as the order system sends it; `reference_number` is set from the reference. */
@@ -33,6 +34,17 @@ export interface DeliveryWorkflowInput {
   approvalTimeoutMs?: number;
   /** Reconciliation timing; defaults in workflows/delivery.ts. */
   followUp?: Partial<FollowUpSettings>;
+  /** Continue as new once a run's history has this many events (Temporal may suggest it sooner). */
+  historyLimit?: number;
+  /** Set by the workflow itself when it continues as new: the state it carries over. */
+  resume?: ResumeState;
+}
+
+/** What a delivery carries into its next run: the whole state, timeline included. */
+export interface ResumeState {
+  tracker: TrackerSnapshot;
+  windowsChecked: string[];
+  lastSignalAt: number;
 }
 
 /** Where a status change came from, shown in the timeline. */
