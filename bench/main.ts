@@ -5,6 +5,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { simulatorBenchmark } from './simulator';
+import { webhooksBenchmark } from './webhooks';
 
 export interface BenchmarkResult {
   name: string;
@@ -17,6 +18,7 @@ export interface BenchmarkResult {
 
 const BENCHMARKS: Record<string, { describe: string; run: () => Promise<Record<string, number | string>> }> = {
   simulator: { describe: 'throughput of the provider simulator (so other benchmarks know it is not their bottleneck)', run: simulatorBenchmark },
+  webhooks: { describe: 'webhook bridge: throughput against raw signals, acknowledgement and propagation latency (starts its own Temporal dev server)', run: webhooksBenchmark },
 };
 
 async function main(): Promise<void> {

@@ -1,5 +1,7 @@
 /** `npm run bridge`: the webhook bridge on http://127.0.0.1:8080 by default. */
 import { Client, Connection } from '@temporalio/client';
+import { collectDefaultMetrics } from 'prom-client';
+import { dataConverterFromEnv } from '../client/payload-codec';
 import { temporalSettingsFromEnv } from '../client/temporal-config';
 import { ProviderClient } from '../provider/client';
 import { providerConfigFromEnv } from '../provider/config';
@@ -12,13 +14,15 @@ async function main(): Promise<void> {
   const provider = new ProviderClient(providerConfigFromEnv());
   const connection = await Connection.connect({ address: temporal.address });
   const bridge = createBridge({
-    temporal: new Client({ connection, namespace: temporal.namespace }),
+    temporal: new Client({ connection, namespace: temporal.namespace, dataConverter: dataConverterFromEnv() }),
     provider,
     secrets: config.secrets,
     retryAfterSeconds: config.retryAfterSeconds,
   });
+  // Process-wide figures (heap, event loop lag, GC) belong to the process, so only here, not in createBridge.
+  collectDefaultMetrics({ register: bridge.metrics.registry });
   const url = await bridge.listen(config.port, config.host);
-  console.log(`bridge: listening on ${url}${WEBHOOK_PATH} (${config.secrets.length} secret(s)), Temporal ${temporal.address}`);
+  console.log(`bridge: listening on ${url}${WEBHOOK_PATH} (${config.secrets.length} secret(s)), Temporal ${temporal.address}; recent webhooks ${url}/, metrics ${url}/metrics`);
   const stop = async () => {
     await bridge.close();
     await connection.close();
