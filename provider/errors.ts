@@ -34,7 +34,8 @@ export abstract class ProviderError extends Error {
   readonly details: FieldIssue[];
 
   constructor(message: string, init: ProviderErrorInit = {}) {
-    super(message, init.cause === undefined ? undefined : { cause: init.cause });
+    const withDetails = init.details?.length ? `${message}: ${describeIssues(init.details)}` : message;
+    super(withDetails, init.cause === undefined ? undefined : { cause: init.cause });
     this.name = new.target.name;
     this.status = init.status;
     this.code = init.code;
@@ -63,9 +64,6 @@ export class ConflictError extends ProviderError {
 export class ValidationError extends ProviderError {
   readonly kind = 'validation';
   readonly retryable = false;
-  constructor(message: string, init: ProviderErrorInit = {}) {
-    super(init.details?.length ? `${message}: ${describeIssues(init.details)}` : message, init);
-  }
 }
 
 /** 429: wait `retryAfterMs` (from the provider's Retry-After) before the next attempt. */
@@ -91,9 +89,6 @@ export class ProviderUnavailableError extends ProviderError {
 export class ContractViolationError extends ProviderError {
   readonly kind = 'contract_violation';
   readonly retryable = false;
-  constructor(message: string, init: ProviderErrorInit = {}) {
-    super(init.details?.length ? `${message}: ${describeIssues(init.details)}` : message, init);
-  }
 }
 
 export function isProviderError(e: unknown): e is ProviderError {

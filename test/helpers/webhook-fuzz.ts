@@ -9,6 +9,8 @@ import { request, type Dispatcher } from 'undici';
 import { WEBHOOK_PATH } from '../../bridge/server';
 import { generateWebhookSecret, signWebhook } from '../../provider/webhook-signature';
 
+
+
 /** An HTTP status, or what happened instead of one. */
 export type Result = number | 'closed' | 'error' | 'timeout';
 
@@ -28,17 +30,6 @@ export interface FuzzTarget {
   dispatcher: Dispatcher;
 }
 
-/** mulberry32: small, fast, good enough to pick cases. */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 type Rand = () => number;
 const pick = <T>(r: Rand, xs: readonly T[]): T => xs[Math.floor(r() * xs.length)]!;

@@ -17,23 +17,14 @@ import {
 import type { CreateDeliveryRequest, DeliveryRecord } from '../../provider/schemas';
 import { deliveryRequest, destination } from '../fixtures/orders';
 import { KEY, sleep, startSimulator, type Started } from './simulator-fixtures';
+import { rejectionOf } from '../helpers/rejection';
 
 const OTHER_KEY = 'other-accepted-key';
 const MINUTE = 60_000;
 
-/** The rejection of `p`, failing the test if `p` resolves. */
-async function thrown(p: Promise<unknown>): Promise<Error> {
-  try {
-    await p;
-  } catch (e) {
-    return e as Error;
-  }
-  throw new Error('expected the call to fail');
-}
-
 /** The rejection of `p`, which must be an instance of `type`. */
 async function rejects<E extends ProviderError>(p: Promise<unknown>, type: abstract new (...args: never[]) => E): Promise<E> {
-  const e = await thrown(p);
+  const e = await rejectionOf(p);
   expect(e).toBeInstanceOf(type);
   return e as E;
 }
@@ -401,7 +392,7 @@ describe('ProviderClient against the simulator', () => {
       const reason = new Error('caller gave up');
       setTimeout(() => controller.abort(reason), 50);
       const started = performance.now();
-      const e = await thrown(client.getDelivery(existing.id, { signal: controller.signal }));
+      const e = await rejectionOf(client.getDelivery(existing.id, { signal: controller.signal }));
       const elapsed = performance.now() - started;
       expect(e).toBe(reason);
       expect(elapsed).toBeGreaterThanOrEqual(40);
@@ -410,7 +401,7 @@ describe('ProviderClient against the simulator', () => {
       // An already-aborted signal fails the same way, at once.
       const early = new AbortController();
       early.abort(reason);
-      expect(await thrown(client.checkKey({ signal: early.signal }))).toBe(reason);
+      expect(await rejectionOf(client.checkKey({ signal: early.signal }))).toBe(reason);
 
       // The client stays usable.
       s.sim.setFaults({ latency_ms: 0 });

@@ -12,7 +12,8 @@ import type { DeliveryState } from '../../workflows/messages';
 import { deliveryRequest } from '../fixtures/orders';
 import { parsePrometheusText, type Exposition } from '../helpers/prometheus';
 import { eventually, SANDBOX_KEY, startStack, type Stack } from '../helpers/stack';
-import { fuzzCase, post as fuzzPost, seededRandom, type FuzzTarget, type Result } from '../helpers/webhook-fuzz';
+import { seededRandom } from '../../simulator/faults';
+import { fuzzCase, post as fuzzPost, type FuzzTarget, type Result } from '../helpers/webhook-fuzz';
 
 const FUZZ_REQUESTS = 10_000;
 const FUZZ_CONCURRENCY = 32;

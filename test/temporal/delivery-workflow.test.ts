@@ -21,6 +21,7 @@ import { FakeProvider, Gate } from '../fixtures/fake-provider-activities';
 import { recordHistories } from '../helpers/histories';
 import { testClient } from '../helpers/temporal';
 import { startWorkers, type RunningWorkers } from '../helpers/workers';
+import { rejectionOf } from '../helpers/rejection';
 
 let provider: FakeProvider;
 const forwarding = Object.fromEntries(
@@ -78,15 +79,6 @@ const following = (h: WorkflowHandle) => until(h, (s) => s.phase === 'following'
 
 function change(s: DeliveryState, status: string, extra: Partial<StatusChange> = {}): StatusChange {
   return { deliveryId: s.deliveryId!, status, source: 'webhook', ...extra };
-}
-
-async function failureOf(promise: Promise<unknown>): Promise<Error> {
-  try {
-    await promise;
-  } catch (e) {
-    return e as Error;
-  }
-  throw new Error('expected a failure');
 }
 
 describe('the delivery workflow', () => {
@@ -162,7 +154,7 @@ describe('the delivery workflow', () => {
       const handle = await start();
       await provider.gates.quoteDelivery.entered;
       await handle.cancel();
-      const err = await failureOf(handle.result());
+      const err = await rejectionOf(handle.result());
       expect(err).toBeInstanceOf(WorkflowFailedError);
       expect((err as WorkflowFailedError).cause).toBeInstanceOf(CancelledFailure);
       provider.gates.quoteDelivery.open();
@@ -179,7 +171,7 @@ describe('the delivery workflow', () => {
       await new Promise((r) => setTimeout(r, 300)); // the cancel must not cut the creation short
       expect(provider.callsTo('cancelDelivery')).toHaveLength(0);
       provider.gates.createDelivery.open();
-      const err = await failureOf(handle.result());
+      const err = await rejectionOf(handle.result());
       expect((err as WorkflowFailedError).cause).toBeInstanceOf(CancelledFailure);
       expect(provider.callsTo('cancelDelivery').map((c) => c.args[0])).toEqual(['del_fake1']);
       expect(provider.deliveries.get('del_fake1')!.status).toBe('CANCELED');
@@ -192,7 +184,7 @@ describe('the delivery workflow', () => {
       const handle = await start();
       const s = await following(handle);
       await handle.cancel();
-      await failureOf(handle.result());
+      await rejectionOf(handle.result());
       expect(provider.deliveries.get(s.deliveryId!)!.status).toBe('CANCELED');
       const after = await handle.query(statusQuery);
       expect(after.status).toBe('CANCELED');
@@ -280,7 +272,7 @@ describe('the delivery workflow', () => {
       const handle = await start({ maxPrice });
       await until(handle, (x) => x.phase === 'awaiting_approval', 'awaiting approval');
       await handle.executeUpdate(rejectQuoteUpdate, { args: ['too expensive today'] });
-      const err = (await failureOf(handle.result())) as WorkflowFailedError;
+      const err = (await rejectionOf(handle.result())) as WorkflowFailedError;
       expect(err.cause).toBeInstanceOf(ApplicationFailure);
       expect((err.cause as ApplicationFailure).type).toBe('QuoteRejected');
       expect(err.cause?.message).toMatch(/1250 EUR was rejected \(too expensive today\); nothing was created/);
@@ -289,7 +281,7 @@ describe('the delivery workflow', () => {
 
     it('ends with a clear failure and creates nothing when no approval comes in time', async () => {
       const handle = await start({ maxPrice, approvalTimeoutMs: 1_000 });
-      const err = (await failureOf(handle.result())) as WorkflowFailedError;
+      const err = (await rejectionOf(handle.result())) as WorkflowFailedError;
       expect((err.cause as ApplicationFailure).type).toBe('QuoteApprovalTimedOut');
       expect(err.cause?.message).toMatch(/over the maximum of 1000 and was not approved within 1 s/);
       expect(provider.callsTo('createDelivery')).toHaveLength(0);
@@ -297,7 +289,7 @@ describe('the delivery workflow', () => {
 
     it('refuses a currency it cannot compare', async () => {
       const handle = await start({ maxPrice: { amount: 5000, currency: 'USD' } });
-      const err = (await failureOf(handle.result())) as WorkflowFailedError;
+      const err = (await rejectionOf(handle.result())) as WorkflowFailedError;
       expect((err.cause as ApplicationFailure).type).toBe('QuoteCurrencyMismatch');
       expect(provider.callsTo('createDelivery')).toHaveLength(0);
     });
@@ -305,7 +297,7 @@ describe('the delivery workflow', () => {
     it('rejects an approval when no quote is waiting', async () => {
       const handle = await start();
       await following(handle);
-      const err = await failureOf(handle.executeUpdate(approveQuoteUpdate));
+      const err = await rejectionOf(handle.executeUpdate(approveQuoteUpdate));
       expect(err).toBeInstanceOf(WorkflowUpdateFailedError);
       expect((err as WorkflowUpdateFailedError).cause?.message).toMatch(/no quote is waiting for approval/);
       await handle.terminate('test done');
@@ -330,7 +322,7 @@ describe('the delivery workflow', () => {
     ])('rejects %j with a reason, before calling the provider', async (patch, reason) => {
       const handle = await start();
       await following(handle);
-      const err = (await failureOf(handle.executeUpdate(updateDeliveryUpdate, { args: [patch as never] }))) as WorkflowUpdateFailedError;
+      const err = (await rejectionOf(handle.executeUpdate(updateDeliveryUpdate, { args: [patch as never] }))) as WorkflowUpdateFailedError;
       expect(err.cause?.message).toMatch(reason);
       expect(provider.callsTo('updateDelivery')).toHaveLength(0);
       await handle.terminate('test done');
@@ -341,7 +333,7 @@ describe('the delivery workflow', () => {
       const s = await following(handle);
       await handle.signal(statusChangedSignal, change(s, 'PICKED_UP'));
       await until(handle, (x) => x.status === 'PICKED_UP', 'picked up');
-      const err = (await failureOf(handle.executeUpdate(updateDeliveryUpdate, { args: [{ is_food: true }] }))) as WorkflowUpdateFailedError;
+      const err = (await rejectionOf(handle.executeUpdate(updateDeliveryUpdate, { args: [{ is_food: true }] }))) as WorkflowUpdateFailedError;
       expect(err.cause?.message).toMatch(/cannot be updated once it is PICKED_UP/);
       expect(provider.callsTo('updateDelivery')).toHaveLength(0);
       await handle.terminate('test done');
