@@ -9,21 +9,33 @@ import { temporalSettingsFromEnv } from '../client/temporal-config';
 import { createProviderActivities } from '../activities/provider-activities';
 import { ProviderClient } from '../provider/client';
 import { providerConfigFromEnv } from '../provider/config';
+import { parseEnv } from '../provider/validation';
+import { z } from 'zod';
 import { createDeliveryWorkers } from './worker';
 
-/** One JSON object per line, so logs can be searched by workflow ID; never any provider key. */
-function installJsonLogs(): void {
-  const level = (process.env.LOG_LEVEL?.toUpperCase() ?? 'INFO') as LogLevel;
+const WorkerEnvSchema = z.object({
+  LOG_LEVEL: z.enum(['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR']).default('INFO'),
+  /** host:port for the Temporal runtime's Prometheus exporter (/metrics); unset: no exporter. */
+  WORKER_METRICS_ADDRESS: z.string().regex(/^[^\s:]+:\d{1,5}$/, { message: 'must be host:port, e.g. 127.0.0.1:9464' }).optional(),
+});
+
+/**
+ * Logs: one JSON object per line, so they can be searched by workflow ID; never any provider
+ * key. Metrics: the Temporal runtime's own (task latencies, slots, polls) for Prometheus.
+ */
+function installRuntime(env: z.output<typeof WorkerEnvSchema>): void {
   Runtime.install({
-    logger: new DefaultLogger(level, (entry) => {
+    logger: new DefaultLogger(env.LOG_LEVEL as LogLevel, (entry) => {
       const time = new Date(Number(entry.timestampNanos / 1_000_000n)).toISOString();
       process.stdout.write(JSON.stringify({ time, level: entry.level, msg: entry.message, ...entry.meta }) + '\n');
     }),
+    telemetryOptions: env.WORKER_METRICS_ADDRESS ? { metrics: { prometheus: { bindAddress: env.WORKER_METRICS_ADDRESS } } } : undefined,
   });
 }
 
 async function main(): Promise<void> {
-  installJsonLogs();
+  const env = parseEnv(WorkerEnvSchema, { ...process.env, LOG_LEVEL: process.env.LOG_LEVEL?.toUpperCase() }, 'worker configuration');
+  installRuntime(env);
   const temporal = temporalSettingsFromEnv();
   const provider = providerConfigFromEnv();
   const client = new ProviderClient(provider);
@@ -38,7 +50,10 @@ async function main(): Promise<void> {
   const stop = () => workers.shutdown();
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
-  console.log(`worker: task queue ${temporal.taskQueue} on ${temporal.address} (namespace ${temporal.namespace}), provider ${client.baseUrl}`);
+  console.log(
+    `worker: task queue ${temporal.taskQueue} on ${temporal.address} (namespace ${temporal.namespace}), provider ${client.baseUrl}` +
+      (env.WORKER_METRICS_ADDRESS ? `, metrics http://${env.WORKER_METRICS_ADDRESS}/metrics` : ''),
+  );
   await workers.run();
   await connection.close();
   await client.close();

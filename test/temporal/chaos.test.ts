@@ -114,6 +114,8 @@ it(`every one of ${DELIVERIES} deliveries ends in the provider's true state thro
   bridgeUrl = await bridge.listen(0, '127.0.0.1');
 
   const results = await Promise.all(references.map((r) => stack.deliveries.result(r)));
+  // Enough attacks to mean something, however fast the deliveries were.
+  await eventually('40 rounds of attacks', () => (attackAnswers.tampered!.length >= 40 ? true : undefined), 60_000);
   attacking = false;
   await attacker;
 
@@ -142,7 +144,6 @@ it(`every one of ${DELIVERIES} deliveries ends in the provider's true state thro
 
     // The attacker got nowhere: tampered, re-timed and guessed requests were refused outright;
     // verbatim replays were recognised (duplicate, or already applied) and changed nothing.
-    expect(attackAnswers.tampered!.length).toBeGreaterThanOrEqual(30);
     for (const kind of ['tampered', 'retimed', 'guessed']) expect(new Set(attackAnswers[kind])).toEqual(new Set([401]));
     expect(attackAnswers.verbatim!.every((s) => s === 200 || s === 503)).toBe(true);
   } finally {

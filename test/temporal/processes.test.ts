@@ -1,0 +1,128 @@
+/**
+ * The real processes (`npm run simulator`, `npm run worker`, `npm run bridge` and the CLI), as an
+ * operator runs them, against the test's Temporal dev server: a delivery goes end to end, a bad
+ * key fails it cleanly, a forged webhook is refused, the worker exports Prometheus metrics, and
+ * no API key, webhook secret or payload key ever reaches a log line.
+ */
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { generatePayloadKey } from '../../client/payload-codec';
+import { generateWebhookSecret } from '../../provider/webhook-signature';
+import { freePort, stopProcess } from '../../scripts/temporal-dev-server';
+import { deliveryRequest } from '../fixtures/orders';
+import { testServerAddress } from '../helpers/temporal';
+import { writeFileSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+
+const run = promisify(execFile);
+const ROOT = join(__dirname, '../..');
+const API_KEY = 'sk_test_SuperSecretCourierKey_7f3a9c';
+const WRONG_KEY = 'sk_test_RevokedCourierKey_0b1d2e';
+const WEBHOOK_SECRET = generateWebhookSecret();
+const PAYLOAD_KEYS = generatePayloadKey('proc');
+const SECRETS = [API_KEY, WRONG_KEY, WEBHOOK_SECRET, WEBHOOK_SECRET.slice('whsec_'.length), PAYLOAD_KEYS, PAYLOAD_KEYS.split(':')[1]!];
+
+const output: string[] = [];
+const children: ChildProcess[] = [];
+
+function start(name: string, entry: string, env: NodeJS.ProcessEnv, ready: RegExp): Promise<void> {
+  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, entry)], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  children.push(child);
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${name} did not start:\n${output.join('')}`)), 60_000);
+    const take = (chunk: Buffer) => {
+      output.push(`[${name}] ${chunk.toString()}`);
+      if (ready.test(chunk.toString())) {
+        clearTimeout(timer);
+        resolve();
+      }
+    };
+    child.stdout!.on('data', take);
+    child.stderr!.on('data', take);
+    child.on('exit', (code) => reject(new Error(`${name} exited with ${code}:\n${output.join('')}`)));
+  });
+}
+
+let env: Record<string, string>;
+let cliEnv: NodeJS.ProcessEnv;
+let metricsAddress: string;
+let bridgeUrl: string;
+
+beforeAll(async () => {
+  const { address, namespace } = testServerAddress();
+  const [simPort, bridgePort, metricsPort] = [await freePort(), await freePort(), await freePort()];
+  const simUrl = `http://127.0.0.1:${simPort}`;
+  bridgeUrl = `http://127.0.0.1:${bridgePort}`;
+  metricsAddress = `127.0.0.1:${metricsPort}`;
+  const taskQueue = `proc-${Date.now().toString(36)}`;
+  env = {
+    TEMPORAL_ADDRESS: address,
+    TEMPORAL_NAMESPACE: namespace,
+    DELIVERY_TASK_QUEUE: taskQueue,
+    DELIVERY_API_URL: simUrl,
+    DELIVERY_API_KEY: API_KEY,
+    DELIVERY_PAYLOAD_KEYS: PAYLOAD_KEYS,
+  };
+  cliEnv = { ...process.env, ...env };
+  await start(
+    'simulator',
+    'simulator/main.ts',
+    { SIMULATOR_PORT: String(simPort), SIMULATOR_API_KEYS: API_KEY, SIMULATOR_AUTO_ADVANCE_MS: '150', SIMULATOR_WEBHOOK_URL: `${bridgeUrl}/webhooks/delivery`, SIMULATOR_WEBHOOK_SECRET: WEBHOOK_SECRET },
+    /listening on/,
+  );
+  await Promise.all([
+    start('worker', 'worker/main.ts', { ...env, LOG_LEVEL: 'DEBUG', WORKER_METRICS_ADDRESS: metricsAddress }, /^worker: task queue/m),
+    start('worker-revoked', 'worker/main.ts', { ...env, DELIVERY_TASK_QUEUE: `${taskQueue}-revoked`, DELIVERY_API_KEY: WRONG_KEY, LOG_LEVEL: 'DEBUG' }, /^worker: task queue/m),
+    start('bridge', 'bridge/main.ts', { ...env, BRIDGE_PORT: String(bridgePort), DELIVERY_WEBHOOK_SECRETS: WEBHOOK_SECRET }, /^bridge: listening/m),
+  ]);
+}, 120_000);
+
+afterAll(async () => {
+  await Promise.all(children.map((c) => stopProcess(c)));
+});
+
+const cli = (args: string[], extra: NodeJS.ProcessEnv = {}) =>
+  run(process.execPath, [join(ROOT, 'client/delivery.js'), ...args], { env: { ...cliEnv, ...extra }, timeout: 90_000 }).then(
+    (r) => ({ code: 0, ...r }),
+    (e: { code: number; stdout: string; stderr: string }) => e,
+  );
+
+it('run a delivery end to end, fail a revoked key cleanly, refuse a forged webhook, export metrics, and log no secret', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'proc-'));
+  const orderFile = join(dir, 'order.json');
+  const { reference_number: _r, ...order } = deliveryRequest({ is_food: true }, 2);
+  writeFileSync(orderFile, JSON.stringify(order));
+
+  const reference = `PROC-${Date.now().toString(36)}`;
+  const done = await cli(['create', '--reference', reference, '--order', orderFile, '--watch', '--json']);
+  output.push(`[cli] ${done.stdout}${done.stderr}`);
+  expect(done.code).toBe(0);
+  const final = JSON.parse(done.stdout.trim().split('\n').at(-1)!).final;
+  expect(final.status).toBe('DELIVERED');
+  expect(final.destinations.every((d: { trackingUrl: string }) => d.trackingUrl.startsWith('http'))).toBe(true);
+
+  const revoked = await cli(['create', '--reference', `${reference}-R`, '--order', orderFile, '--watch'], { DELIVERY_TASK_QUEUE: `${env.DELIVERY_TASK_QUEUE}-revoked` });
+  output.push(`[cli] ${revoked.stdout}${revoked.stderr}`);
+  const result = await cli(['status', `${reference}-R`, '--json'], { DELIVERY_TASK_QUEUE: `${env.DELIVERY_TASK_QUEUE}-revoked` });
+  output.push(`[cli] ${result.stdout}${result.stderr}`);
+  expect(JSON.parse(result.stdout).deliveryId).toBeUndefined(); // nothing was created
+
+  const forged = await fetch(`${bridgeUrl}/webhooks/delivery`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'webhook-id': 'evt_forged', 'webhook-timestamp': String(Math.floor(Date.now() / 1000)), 'webhook-signature': 'v1,AAAA' },
+    body: JSON.stringify({ id: 'evt_forged', type: 'delivery.status_changed', created_at: new Date().toISOString(), data: { delivery_id: final.deliveryId, status: 'CANCELED' } }),
+  });
+  expect(forged.status).toBe(401);
+
+  const metrics = await (await fetch(`http://${metricsAddress}/metrics`)).text();
+  expect(metrics).toMatch(/^temporal_\w+/m);
+  expect(metrics).toContain(`task_queue="${env.DELIVERY_TASK_QUEUE}`);
+  const bridgeMetrics = await (await fetch(`${bridgeUrl}/metrics`)).text();
+  expect(bridgeMetrics).toMatch(/bridge_webhooks_total\{outcome="accepted"[^}]*\} [1-9]/);
+
+  await Promise.all(children.map((c) => stopProcess(c)));
+  const everything = output.join('');
+  expect(everything).toContain('ProviderUnauthorized'); // the revoked key's failure was logged...
+  for (const secret of SECRETS) expect(everything.includes(secret) ? secret.slice(0, 12) + '…' : 'absent').toBe('absent'); // ...but no secret, anywhere
+}, 180_000);
