@@ -42,7 +42,7 @@ import {
   type FollowUpSettings,
   type TimelineEntry,
 } from '../workflows/messages';
-import { deliverySummary } from '../workflows/details';
+import { deliveryStaticDetails, deliverySummary } from '../workflows/details';
 import * as SearchAttributes from '../workflows/search-attributes';
 import { deliveryWorkflowId, referenceFromWorkflowId } from '../workflows/task-queues';
 import { dataConverterFromEnv } from './payload-codec';
@@ -176,6 +176,7 @@ export class DeliveryClient {
           { key: SearchAttributes.DestinationCount, value: input.order.destinations.length },
         ]),
         staticSummary: deliverySummary(input),
+        staticDetails: deliveryStaticDetails(input),
       });
       return { reference: input.reference, workflowId, alreadyStarted: false };
     } catch (err) {

@@ -34,3 +34,12 @@ export function deliveryDetails(s: DeliveryState): string {
   }
   return lines.join('\n');
 }
+
+/** Fixed at start: when and what, never who or where. */
+export function deliveryStaticDetails(input: Pick<DeliveryWorkflowInput, 'order'>): string {
+  const o = input.order;
+  const starts = o.destinations.map((d) => d.time_window_start).sort();
+  const ends = o.destinations.map((d) => d.time_window_end).sort();
+  const sizes = [...new Set(o.destinations.map((d) => d.package_type))].join(', ');
+  return [`pickup ${o.desired_pickup_time}`, `delivery windows ${starts[0]} – ${ends.at(-1)}`, `parcels ${sizes}`].join('\n\n');
+}

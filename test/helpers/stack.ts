@@ -31,14 +31,14 @@ export interface Stack {
 }
 
 export async function startStack(
-  o: { workerApiKey?: string; simulator?: SimulatorOptions; bridgeLog?: (e: Record<string, unknown>) => void; dataConverter?: DataConverter } = {},
+  o: { workerApiKey?: string; simulator?: SimulatorOptions; bridgeLog?: (e: Record<string, unknown>) => void; dataConverter?: DataConverter; temporalAddress?: string } = {},
 ): Promise<Stack> {
   const sim = createSimulator({ onError: (m) => console.error(`simulator: ${m}`), ...o.simulator });
   const { url: simUrl } = await sim.listen(0, '127.0.0.1');
 
-  const { client: temporal, connection } = await testClient(o.dataConverter);
+  const { client: temporal, connection } = await testClient(o.dataConverter, o.temporalAddress);
   const workerProvider = new ProviderClient({ baseUrl: simUrl, apiKey: o.workerApiKey ?? SANDBOX_KEY, timeoutMs: 5_000 });
-  const workers = await startWorkers(createProviderActivities(workerProvider), { prefix: 'e2e', dataConverter: o.dataConverter });
+  const workers = await startWorkers(createProviderActivities(workerProvider), { prefix: 'e2e', dataConverter: o.dataConverter, address: o.temporalAddress });
 
   const webhookSecret = generateWebhookSecret();
   const bridgeProvider = new ProviderClient({ baseUrl: simUrl, apiKey: SANDBOX_KEY, timeoutMs: 5_000 });

@@ -10,14 +10,14 @@ export function testServerAddress(): { address: string; namespace: string } {
   return { address, namespace: process.env.TEMPORAL_NAMESPACE ?? 'default' };
 }
 
-export async function testClient(dataConverter?: DataConverter): Promise<{ client: Client; connection: Connection }> {
-  const { address, namespace } = testServerAddress();
+export async function testClient(dataConverter?: DataConverter, address = testServerAddress().address): Promise<{ client: Client; connection: Connection }> {
+  const { namespace } = testServerAddress();
   const connection = await Connection.connect({ address });
   return { client: new Client({ connection, namespace, dataConverter }), connection };
 }
 
-export async function testNativeConnection(): Promise<NativeConnection> {
-  return NativeConnection.connect({ address: testServerAddress().address });
+export async function testNativeConnection(address = testServerAddress().address): Promise<NativeConnection> {
+  return NativeConnection.connect({ address });
 }
 
 /** A task queue no other test file uses, so workers of different files never share work. */

@@ -25,8 +25,8 @@ export interface RunningWorkers {
   stop(): Promise<void>;
 }
 
-export async function startWorkers(activities: ProviderActivities, options: { prefix?: string; rateLimits?: RateLimits; dataConverter?: DataConverter } = {}): Promise<RunningWorkers> {
-  const connection = await testNativeConnection();
+export async function startWorkers(activities: ProviderActivities, options: { prefix?: string; rateLimits?: RateLimits; dataConverter?: DataConverter; address?: string } = {}): Promise<RunningWorkers> {
+  const connection = await testNativeConnection(options.address);
   const taskQueue = uniqueTaskQueue(options.prefix ?? 'deliveries');
   const workers = await createDeliveryWorkers({
     connection,
