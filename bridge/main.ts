@@ -1,5 +1,5 @@
 /** `npm run bridge`: the webhook bridge on http://127.0.0.1:8080 by default. */
-import { Client, Connection } from '@temporalio/client';
+import { Client, Connection, type ConnectionOptions } from '@temporalio/client';
 import { collectDefaultMetrics } from 'prom-client';
 import { dataConverterFromEnv } from '../client/payload-codec';
 import { temporalSettingsFromEnv } from '../client/temporal-config';
@@ -12,7 +12,7 @@ async function main(): Promise<void> {
   const config = bridgeConfigFromEnv();
   const temporal = temporalSettingsFromEnv();
   const provider = new ProviderClient(providerConfigFromEnv());
-  const connection = await Connection.connect({ address: temporal.address });
+  const connection = await Connection.connect(temporal.connectionOptions as ConnectionOptions);
   const bridge = createBridge({
     temporal: new Client({ connection, namespace: temporal.namespace, dataConverter: dataConverterFromEnv() }),
     provider,

@@ -8,6 +8,7 @@
 import {
   Client,
   Connection,
+  type ConnectionOptions,
   WorkflowExecutionAlreadyStartedError,
   WorkflowFailedError,
   WorkflowNotFoundError,
@@ -150,7 +151,7 @@ export class DeliveryClient {
   static async connect(settings: { temporal?: TemporalSettings; provider?: ProviderConfig } = {}): Promise<DeliveryClient> {
     const t = settings.temporal ?? temporalSettingsFromEnv();
     const dataConverter = dataConverterFromEnv();
-    const connection = await Connection.connect({ address: t.address, connectTimeout: 5_000 });
+    const connection = await Connection.connect({ ...(t.connectionOptions as ConnectionOptions), connectTimeout: 5_000 });
     const provider = settings.provider ? new ProviderClient(settings.provider) : undefined;
     return new DeliveryClient({ temporal: new Client({ connection, namespace: t.namespace, dataConverter }), taskQueue: t.taskQueue, connection, provider });
   }

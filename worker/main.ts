@@ -3,7 +3,7 @@
  * environment (by default the local stack). The API key is read here, from the environment, and
  * never travels through Temporal.
  */
-import { DefaultLogger, NativeConnection, Runtime, type LogLevel } from '@temporalio/worker';
+import { DefaultLogger, NativeConnection, Runtime, type LogLevel, type NativeConnectionOptions } from '@temporalio/worker';
 import { dataConverterFromEnv } from '../client/payload-codec';
 import { temporalSettingsFromEnv } from '../client/temporal-config';
 import { createProviderActivities } from '../activities/provider-activities';
@@ -39,7 +39,7 @@ async function main(): Promise<void> {
   const temporal = temporalSettingsFromEnv();
   const provider = providerConfigFromEnv();
   const client = new ProviderClient(provider);
-  const connection = await NativeConnection.connect({ address: temporal.address });
+  const connection = await NativeConnection.connect(temporal.connectionOptions as NativeConnectionOptions);
   const workers = await createDeliveryWorkers({
     connection,
     namespace: temporal.namespace,
