@@ -106,6 +106,36 @@ describe('a delivery, end to end', () => {
     await expect(stack.deliveries.getStatus(reference)).rejects.toThrow(/no delivery with reference/);
   });
 
+  it('is found by one list query on its reference, its provider id or its status, and its search attributes hold no personal data', async () => {
+    const reference = newReference();
+    const o = order(2);
+    await stack.deliveries.startDelivery(o, { reference });
+    const s = await following(reference);
+    driveToDelivered(stack.sim, s.deliveryId!);
+    await stack.deliveries.result(reference);
+    const find = (query: string) =>
+      eventually(`visibility: ${query}`, async () => {
+        for await (const wf of stack.temporal.workflow.list({ query })) if (wf.workflowId === `delivery:${reference}`) return wf;
+        return undefined;
+      });
+    await find(`OrderReference = '${reference}'`);
+    await find(`DeliveryId = '${s.deliveryId}'`);
+    const found = await find(`DeliveryStatus = 'DELIVERED' AND IsFood = true AND DestinationCount = 2`);
+    const all = Object.fromEntries(found.typedSearchAttributes.getAll().map((p) => [p.key.name, p.value]));
+    // Ours, exactly; besides them only Temporal's own (build ids, patch markers).
+    const attributes = Object.fromEntries(Object.entries(all).filter(([k]) => !['BuildIds', 'TemporalChangeVersion'].includes(k)));
+    expect(attributes).toEqual({
+      OrderReference: reference,
+      DeliveryId: s.deliveryId,
+      DeliveryStatus: 'DELIVERED',
+      IsFood: true,
+      DestinationCount: 2,
+      QuotedPrice: s.quote!.price.amount,
+    });
+    const personal = [o.pickup_location.last_name, o.pickup_location.address, ...o.destinations.flatMap((d) => [d.location.last_name, d.location.phone, d.location.address])];
+    for (const p of personal) expect(JSON.stringify(all)).not.toContain(p);
+  });
+
   it('quotes without creating a delivery', async () => {
     const before = stack.sim.deliveries().length;
     const quote = await stack.deliveries.quote(order(2));

@@ -123,6 +123,20 @@ it('run a delivery end to end, fail a revoked key cleanly, refuse a forged webho
 
   await Promise.all(children.map((c) => stopProcess(c)));
   const everything = output.join('');
+  // Structured logs: JSON lines that carry the workflow ID, from the worker and the bridge alike.
+  const jsonLines = everything
+    .split('\n')
+    .map((l) => l.replace(/^\[[\w-]+\] /, ''))
+    .flatMap((l) => {
+      try {
+        const v: unknown = JSON.parse(l);
+        return v && typeof v === 'object' ? [v as Record<string, unknown>] : [];
+      } catch {
+        return []; // not a log line (the CLI's pretty JSON, webpack's notes, ...)
+      }
+    });
+  expect(jsonLines.some((l) => l.workflowId === `delivery:${reference}` && l.activityType === 'createDelivery')).toBe(true);
+  expect(jsonLines.some((l) => l.msg === 'webhook' && l.workflow_id === `delivery:${reference}`)).toBe(true);
   expect(everything).toContain('ProviderUnauthorized'); // the revoked key's failure was logged...
   for (const secret of SECRETS) expect(everything.includes(secret) ? secret.slice(0, 12) + '…' : 'absent').toBe('absent'); // ...but no secret, anywhere
 }, 180_000);
