@@ -9,6 +9,7 @@ import { createProviderActivities } from '../../activities/provider-activities';
 import { createBridge, WEBHOOK_PATH, type Bridge } from '../../bridge/server';
 import { DeliveryClient } from '../../client/delivery-client';
 import { ProviderClient } from '../../provider/client';
+import type { DeliveryOrder, DeliveryState } from '../../workflows/messages';
 import { generateWebhookSecret } from '../../provider/webhook-signature';
 import { createSimulator, type Simulator, type SimulatorOptions } from '../../simulator/server';
 import { testClient } from './temporal';
@@ -92,4 +93,24 @@ export async function eventually<T>(what: string, fn: () => Promise<T | undefine
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 100));
   }
+}
+
+/** Waits until the delivery's workflow has created it at the provider and follows it. */
+export async function createdDelivery(stack: Stack, reference: string): Promise<DeliveryState> {
+  return eventually(`delivery ${reference} to be created`, async () => {
+    const s = await stack.deliveries.getStatus(reference);
+    return s.phase === 'following' ? s : undefined;
+  });
+}
+
+/**
+ * Starts a delivery, lets the simulator run it to DELIVERED (webhooks reach the workflow through
+ * the bridge) and waits for the workflow to end. Returns the state as it was once created.
+ */
+export async function deliverToTheEnd(stack: Stack, reference: string, order: DeliveryOrder): Promise<DeliveryState> {
+  await stack.deliveries.startDelivery(order, { reference });
+  const created = await createdDelivery(stack, reference);
+  driveToDelivered(stack.sim, created.deliveryId!);
+  await stack.deliveries.result(reference);
+  return created;
 }

@@ -11,7 +11,7 @@ import { DeliveryRequestRejectedError, InvalidInputError } from '../../client/de
 import { UnauthorizedError } from '../../provider/errors';
 import type { DeliveryState } from '../../workflows/messages';
 import { deliveryRequest } from '../fixtures/orders';
-import { driveToDelivered, eventually, startStack, type Stack } from '../helpers/stack';
+import { createdDelivery, driveToDelivered, eventually, startStack, type Stack } from '../helpers/stack';
 
 const run = promisify(execFile);
 const CLI = join(__dirname, '../../client/delivery.js');
@@ -30,12 +30,7 @@ function order(destinations = 2) {
   const { reference_number: _r, ...o } = deliveryRequest({ is_food: true }, destinations);
   return o;
 }
-async function following(reference: string): Promise<DeliveryState> {
-  return eventually(`delivery ${reference} to be created`, async () => {
-    const s = await stack.deliveries.getStatus(reference);
-    return s.phase === 'following' ? s : undefined;
-  });
-}
+const following = (reference: string): Promise<DeliveryState> => createdDelivery(stack, reference);
 function providerDeliveriesWithReference(reference: string) {
   return stack.sim.deliveries().filter((d) => d.delivery.reference_number === reference);
 }

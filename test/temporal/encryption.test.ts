@@ -10,7 +10,7 @@ import { createCodecServer } from '../../client/codec-server';
 import { AesGcmPayloadCodec, generatePayloadKey, payloadCodecFromEnv } from '../../client/payload-codec';
 import type { DeliveryState } from '../../workflows/messages';
 import { deliveryRequest } from '../fixtures/orders';
-import { driveToDelivered, eventually, startStack, type Stack } from '../helpers/stack';
+import { deliverToTheEnd, startStack, type Stack } from '../helpers/stack';
 import { testServerAddress } from '../helpers/temporal';
 
 const run = promisify(execFile);
@@ -52,13 +52,7 @@ it('stores no personal data in clear, yet the CLI and the codec endpoint show it
   order.destinations[0]!.location.last_name = 'Zwetschgenbaum';
   order.destinations[0]!.location.phone = '+4915199988877';
   order.destinations[1]!.location.address = 'Geheimweg 42, 12345 Nirgendwo';
-  await stack.deliveries.startDelivery(order, { reference });
-  const s = await eventually('creation', async () => {
-    const x = await stack.deliveries.getStatus(reference);
-    return x.phase === 'following' ? x : undefined;
-  });
-  driveToDelivered(stack.sim, s.deliveryId!);
-  await stack.deliveries.result(reference);
+  const s = await deliverToTheEnd(stack, reference, order);
 
   const stored = historyJson(`delivery:${reference}`);
   const payloads = payloadsIn(JSON.parse(stored));

@@ -13,7 +13,7 @@ import { generatePayloadKey, payloadCodecFromEnv } from '../../client/payload-co
 import { ensureTemporalCli } from '../../scripts/temporal-cli';
 import { freePort, startDevServer, type DevServer } from '../../scripts/temporal-dev-server';
 import { deliveryRequest } from '../fixtures/orders';
-import { driveToDelivered, eventually, startStack, type Stack } from '../helpers/stack';
+import { deliverToTheEnd, eventually, startStack, type Stack } from '../helpers/stack';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const ARTIFACTS = join(__dirname, '../artifacts');
@@ -51,13 +51,7 @@ describeWithChromium('the delivery in the Temporal Web UI', () => {
   it('shows the summary, the current details and every tracking link, decrypted', async () => {
     const reference = `UI-${Date.now().toString(36)}`;
     const { reference_number: _r, ...order } = deliveryRequest({ is_food: true }, 2);
-    await stack.deliveries.startDelivery(order, { reference });
-    const s = await eventually('creation', async () => {
-      const x = await stack.deliveries.getStatus(reference);
-      return x.phase === 'following' ? x : undefined;
-    });
-    driveToDelivered(stack.sim, s.deliveryId!);
-    await stack.deliveries.result(reference);
+    const s = await deliverToTheEnd(stack, reference, order);
 
     const page = await browser.newPage({ viewport: { width: 1400, height: 1100 } });
     await page.goto(`${server.uiUrl}/namespaces/${server.namespace}/workflows/${encodeURIComponent(`delivery:${reference}`)}`);
