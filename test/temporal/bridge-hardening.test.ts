@@ -11,7 +11,7 @@ import { secretKey, signWebhook } from '../../provider/webhook-signature';
 import type { DeliveryState } from '../../workflows/messages';
 import { deliveryRequest } from '../fixtures/orders';
 import { parsePrometheusText, type Exposition } from '../helpers/prometheus';
-import { eventually, SANDBOX_KEY, startStack, type Stack } from '../helpers/stack';
+import { createdDelivery, SANDBOX_KEY, startStack, type Stack } from '../helpers/stack';
 import { seededRandom } from '../../simulator/faults';
 import { fuzzCase, post as fuzzPost, type FuzzTarget, type Result } from '../helpers/webhook-fuzz';
 
@@ -38,10 +38,7 @@ async function followedDelivery(): Promise<DeliveryState> {
   const reference = `HARD-${Date.now().toString(36)}-${++seq}`;
   const { reference_number: _r, ...order } = deliveryRequest({}, 2);
   await stack.deliveries.startDelivery(order, { reference });
-  return eventually('the delivery to be created', async () => {
-    const s = await stack.deliveries.getStatus(reference);
-    return s.phase === 'following' ? s : undefined;
-  });
+  return createdDelivery(stack, reference);
 }
 
 function event(deliveryId: string, status: string) {

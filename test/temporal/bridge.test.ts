@@ -9,7 +9,7 @@ import { ProviderClient } from '../../provider/client';
 import { generateWebhookSecret, signWebhook } from '../../provider/webhook-signature';
 import type { DeliveryState } from '../../workflows/messages';
 import { deliveryRequest } from '../fixtures/orders';
-import { eventually, SANDBOX_KEY, startStack, type Stack } from '../helpers/stack';
+import { createdDelivery, SANDBOX_KEY, startStack, type Stack } from '../helpers/stack';
 
 let stack: Stack;
 let seq = 0;
@@ -49,10 +49,7 @@ async function followedDelivery(): Promise<DeliveryState> {
   const reference = `BR-${Date.now().toString(36)}-${++seq}`;
   const { reference_number: _r, ...order } = deliveryRequest({}, 1);
   await stack.deliveries.startDelivery(order, { reference });
-  return eventually('the delivery to be created', async () => {
-    const s = await stack.deliveries.getStatus(reference);
-    return s.phase === 'following' ? s : undefined;
-  });
+  return createdDelivery(stack, reference);
 }
 
 describe('the webhook bridge', () => {
