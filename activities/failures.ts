@@ -16,7 +16,8 @@ export function toApplicationFailure(err: unknown): unknown {
     nonRetryable: !err.retryable,
     nextRetryDelay: err instanceof RateLimitedError ? err.retryAfterMs : undefined,
     // Field names and the provider's code only: never request bodies (personal data) or keys.
-    details: [{ status: err.status, code: err.code, fields: err.details }],
+    // retryAfterMs again here: a workflow sees details, not nextRetryDelay (not decoded by the SDK).
+    details: [{ status: err.status, code: err.code, fields: err.details, retryAfterMs: err instanceof RateLimitedError ? err.retryAfterMs : undefined }],
   });
 }
 

@@ -14,26 +14,51 @@ export interface CreateDeliveryInput {
   idempotencyKey: string;
 }
 
+/** A call made inside a limiter slot reports when its answer came back (see workflows/slot-window.ts). */
+export interface Answered<T> {
+  value: T;
+  answeredAt: number;
+}
+
+export interface CreateInSlotInput extends CreateDeliveryInput {
+  /** An earlier attempt may have reached the provider: look the delivery up before creating. */
+  lookFirst: boolean;
+}
+
 export function createProviderActivities(provider: ProviderClient) {
   const signal = () => Context.current().cancellationSignal;
+  const answered = async <T>(value: Promise<T>): Promise<Answered<T>> => ({ value: await value, answeredAt: Date.now() });
+
+  /** Finds the delivery an earlier attempt created and lost the answer of, if there is one. */
+  const findEarlier = async (reference: string): Promise<DeliveryRecord | undefined> => {
+    // The idempotency key covers that at a provider that honours it; for one that does not, look first.
+    const existing = await provider.findDeliveryByReference(reference, { signal: signal() });
+    if (existing) Context.current().log.info('found the delivery an earlier attempt created', { deliveryId: existing.id });
+    return existing;
+  };
 
   return {
     quoteDelivery: withProviderFailures(async (request: CreateDeliveryRequest): Promise<Quote> => provider.quote(request, { signal: signal() })),
 
     createDelivery: withProviderFailures(async ({ request, idempotencyKey }: CreateDeliveryInput): Promise<DeliveryRecord> => {
       const ctx = Context.current();
-      if (ctx.info.attempt > 1) {
-        // An earlier attempt may have created the delivery and lost the answer. The idempotency
-        // key covers that at a provider that honours it; for one that does not, look first.
-        const existing = await provider.findDeliveryByReference(request.reference_number, { signal: signal() });
-        if (existing) {
-          ctx.log.info('found the delivery an earlier attempt created', { deliveryId: existing.id, attempt: ctx.info.attempt });
-          return existing;
-        }
-      }
+      const existing = ctx.info.attempt > 1 ? await findEarlier(request.reference_number) : undefined;
+      if (existing) return existing;
       const { delivery, replayed } = await provider.createDelivery(request, { idempotencyKey, signal: signal() });
       ctx.log.info('delivery created at the provider', { deliveryId: delivery.id, replayed });
       return delivery;
+    }),
+
+    /** One quote call in a limiter slot (one attempt: each retry takes a slot of its own). */
+    quoteInSlot: withProviderFailures(async (request: CreateDeliveryRequest): Promise<Answered<Quote>> => answered(provider.quote(request, { signal: signal() }))),
+
+    /** One creation call in a limiter slot; the lookup by reference uses the other calls' budget. */
+    createInSlot: withProviderFailures(async ({ request, idempotencyKey, lookFirst }: CreateInSlotInput): Promise<Answered<DeliveryRecord>> => {
+      const existing = lookFirst ? await findEarlier(request.reference_number) : undefined;
+      if (existing) return { value: existing, answeredAt: Date.now() };
+      const created = await answered(provider.createDelivery(request, { idempotencyKey, signal: signal() }));
+      Context.current().log.info('delivery created at the provider', { deliveryId: created.value.delivery.id, replayed: created.value.replayed });
+      return { value: created.value.delivery, answeredAt: created.answeredAt };
     }),
 
     getDelivery: withProviderFailures(async (deliveryId: string): Promise<DeliveryRecord> => provider.getDelivery(deliveryId, { signal: signal() })),

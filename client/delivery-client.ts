@@ -23,6 +23,7 @@ import { pickupTimeIssues } from '../provider/rules';
 import {
   CreateDeliveryRequestSchema,
   PriceSchema,
+  QuoteSchema,
   ReferenceNumber,
   UpdateDeliveryRequestSchema,
   type FieldIssue,
@@ -36,6 +37,7 @@ import {
   rejectQuoteUpdate,
   statusQuery,
   updateDeliveryUpdate,
+  type CarriedQuote,
   type DeliveryOrder,
   type DeliveryResult,
   type DeliveryState,
@@ -44,6 +46,7 @@ import {
   type TimelineEntry,
 } from '../workflows/messages';
 import { deliveryStaticDetails, deliverySummary } from '../workflows/details';
+import { quoteFingerprint } from '../workflows/quote-fingerprint';
 import * as SearchAttributes from '../workflows/search-attributes';
 import { deliveryWorkflowId, referenceFromWorkflowId } from '../workflows/task-queues';
 import { dataConverterFromEnv } from './payload-codec';
@@ -86,6 +89,8 @@ export interface StartOptions {
   approvalTimeoutMs?: number;
   /** When to ask the provider instead of waiting for webhooks (defaults suit production). */
   followUp?: Partial<FollowUpSettings>;
+  /** A quote from `quote()` for this same order: used while valid, so no second quote is asked for. */
+  quote?: CarriedQuote;
 }
 
 export interface StartedDelivery {
@@ -123,6 +128,7 @@ const StartOptionsSchema = z.object({
     })
     .strict()
     .optional(),
+  quote: QuoteSchema.extend({ fingerprint: z.string().regex(/^[0-9a-f]{64}$/, { message: 'must be the fingerprint quote() returned' }) }).optional(),
 });
 
 export interface DeliveryClientOptions {
@@ -186,8 +192,11 @@ export class DeliveryClient {
     }
   }
 
-  /** A price for this order, without creating anything (same rate-limited path as deliveries). */
-  async quote(order: DeliveryOrder): Promise<Quote> {
+  /**
+   * A price for this order, without creating anything (same rate-limited path as deliveries).
+   * Pass it to startDelivery({ quote }) for the same order and no second quote is asked for.
+   */
+  async quote(order: DeliveryOrder): Promise<Quote & { fingerprint?: string }> {
     const parsed = DeliveryOrderSchema.safeParse(order);
     if (!parsed.success) throw new InvalidInputError('order', fieldIssues(parsed.error));
     try {
@@ -324,8 +333,13 @@ function validateStart(order: DeliveryOrder, options: StartOptions, nowMs: numbe
   const parsed = DeliveryOrderSchema.safeParse(order);
   if (!parsed.success) issues.push(...fieldIssues(parsed.error).map((i) => ({ ...i, field: `order.${i.field}` })));
   else issues.push(...pickupTimeIssues(parsed.data.desired_pickup_time, nowMs).map((i) => ({ ...i, field: `order.${i.field}` })));
+  if (o.success && parsed.success && o.data.quote) {
+    if (o.data.quote.fingerprint !== quoteFingerprint(parsed.data)) issues.push({ field: 'quote', message: 'was obtained for other inputs than this order' });
+    if (Date.parse(o.data.quote.expires_at) <= nowMs) issues.push({ field: 'quote.expires_at', message: 'has passed: ask for a new quote' });
+  }
   if (issues.length > 0 || !o.success || !parsed.success) throw new InvalidInputError('delivery', issues);
-  return { reference: o.data.reference, order: parsed.data, maxPrice: o.data.maxPrice, approvalTimeoutMs: o.data.approvalTimeoutMs, followUp: o.data.followUp };
+  const { quote, ...rest } = o.data;
+  return { reference: rest.reference, order: parsed.data, maxPrice: rest.maxPrice, approvalTimeoutMs: rest.approvalTimeoutMs, followUp: rest.followUp, quote };
 }
 
 /** Turns Temporal's failure wrappers into the reason a person needs. */

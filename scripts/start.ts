@@ -1,12 +1,13 @@
 /**
  * `npm start`: the whole local stack in one command.
  *   - a Temporal dev server (gRPC 127.0.0.1:7233, Web UI http://127.0.0.1:8233, data in .data/),
- *   - the provider simulator (http://127.0.0.1:4010) with statuses advancing on their own and
- *     its webhooks pointed at the bridge,
+ *   - the provider simulator (http://127.0.0.1:4010) with statuses advancing on their own, its
+ *     webhooks pointed at the bridge, and its state kept in .data/simulator-state.json,
  *   - the delivery worker,
  *   - the webhook bridge (http://127.0.0.1:8080), sharing a webhook secret with the simulator,
  *   - the codec endpoint (http://127.0.0.1:8234) through which the Web UI decrypts payloads.
- * Ctrl-C stops everything; started again, the dev server finds its workflows where it left them.
+ * Ctrl-C stops everything; started again, the dev server finds its workflows where it left them
+ * and the simulator their deliveries (which go on advancing, their pending webhooks resent).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -105,6 +106,8 @@ async function main(): Promise<void> {
       SIMULATOR_AUTO_ADVANCE_MS: process.env.SIMULATOR_AUTO_ADVANCE_MS ?? '5000',
       SIMULATOR_WEBHOOK_URL: `${BRIDGE_URL}/webhooks/delivery`,
       SIMULATOR_WEBHOOK_SECRET: webhookSecret,
+      // Deliveries, orders, idempotency keys and pending work survive a restart of the stack.
+      SIMULATOR_STATE_FILE: process.env.SIMULATOR_STATE_FILE || join(dataDir, 'simulator-state.json'),
     },
     /listening on/,
   );

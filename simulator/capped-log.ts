@@ -35,6 +35,17 @@ export class CappedLog<T extends object> {
     return this.items.length;
   }
 
+  /** The index the next entry gets. */
+  get next(): number {
+    return this.first + this.items.length;
+  }
+
+  /** Makes an empty log count on from `index` (a simulator restored from its state file). */
+  continueFrom(index: number): void {
+    if (this.items.length > 0) throw new Error('continueFrom needs an empty log');
+    this.first = index;
+  }
+
   clear(): void {
     this.items = [];
     this.first = 0;

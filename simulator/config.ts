@@ -28,6 +28,8 @@ const EnvSchema = z
     SIMULATOR_RATE_LIMIT_QUOTES: positiveInt.optional(),
     SIMULATOR_RATE_LIMIT_OTHER: positiveInt.optional(),
     SIMULATOR_WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(1).max(600_000).default(10_000),
+    /** Keep deliveries, orders, idempotency keys and pending work in this JSON file across restarts. */
+    SIMULATOR_STATE_FILE: z.string().min(1).optional(),
   })
   .refine((e) => e.SIMULATOR_WEBHOOK_URL === undefined || e.SIMULATOR_WEBHOOK_SECRET !== undefined, {
     message: 'is required when SIMULATOR_WEBHOOK_URL is set',
@@ -62,6 +64,7 @@ export function simulatorConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Si
       publicBaseUrl: e.SIMULATOR_PUBLIC_BASE_URL,
       rateLimits,
       webhookTimeoutMs: e.SIMULATOR_WEBHOOK_TIMEOUT_MS,
+      stateFile: e.SIMULATOR_STATE_FILE,
     },
   };
 }

@@ -10,6 +10,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { isKnownDeliveryStatus, isTerminalDelivery } from '../provider/lifecycle';
 import { PROVIDER_RATE_LIMITS, type CallFamily, type RateLimit } from '../provider/limits';
 import type { DeliveryRecord, OrderRecord } from '../provider/schemas';
 import { API_ROUTES, type ApiEndpoint } from './api';
@@ -21,6 +22,7 @@ import { CONTROL_ROUTES, type ControlEndpoint } from './control';
 import { trackingPage } from './dashboard';
 import { DEFAULT_FAULTS, type Faults, mergeFaults, roll, seededRandom } from './faults';
 import { errorReply, matchRoute, type Reply, type RouteTable, takeBody, writeReply } from './http-util';
+import { readStateFile, SAVED_FINISHED_EVENTS, STATE_FORMAT, STATE_VERSION, type StateFile, StatePersister } from './persistence';
 import { retryAfterHeaders, RollingWindowLimiter } from './rate-limiter';
 import { Store } from './store';
 import { AutoAdvancer, Lifecycle } from './transitions';
@@ -56,6 +58,15 @@ export interface SimulatorOptions {
   logCap?: number;
   /** Where internal errors are reported (default console.error). Never receives API keys. */
   onError?: (message: string) => void;
+  /**
+   * Keep the state in this JSON file (see persistence.ts): loaded at creation (a missing file is
+   * a first start; an unusable one throws a StateFileError naming it and the problem), written
+   * atomically while something changed and on close. Auto-advance and pending webhooks resume
+   * once the simulator listens. Unset (the default): memory only, no cost.
+   */
+  stateFile?: string;
+  /** Real ms between saves of a changed state (default 1000). */
+  stateSaveIntervalMs?: number;
 }
 
 export interface Simulator {
@@ -78,6 +89,10 @@ export interface Simulator {
   webhookEvents(): WebhookDispatch[];
   /** Resolves once no webhook is in flight, waiting for a retry or held back. */
   webhooksIdle(timeoutMs?: number): Promise<void>;
+  /** The state file's absolute path, when the simulator keeps one. */
+  readonly stateFile: string | undefined;
+  /** Writes the state file now (close() does too); rejects without a state file. */
+  saveState(): Promise<void>;
 }
 
 function resolveLimits(scale: TimeScale, overrides: SimulatorOptions['rateLimits'] = {}): Record<CallFamily, RateLimit> {
@@ -114,8 +129,16 @@ export function createSimulator(options: SimulatorOptions = {}): Simulator {
     timeoutMs: options.webhookTimeoutMs ?? 10_000,
     logCap,
     onError,
+    onChange: () => persister?.markDirty(),
   });
-  const lifecycle = new Lifecycle({ now, emit: (e) => webhooks.emit(e), onTerminal: (sd) => auto.stop(sd.record.id) });
+  const lifecycle = new Lifecycle({
+    now,
+    emit: (e) => {
+      webhooks.emit(e);
+      persister?.markDirty();
+    },
+    onTerminal: (sd) => auto.stop(sd.record.id),
+  });
   const auto = new AutoAdvancer(scale.real(options.autoAdvanceMs ?? 0), (sd) => lifecycle.step(sd), onError);
   const requests = new CappedLog<RequestLogEntry>(logCap);
   let url: string | undefined;
@@ -129,6 +152,8 @@ export function createSimulator(options: SimulatorOptions = {}): Simulator {
     webhooks.endpoint = options.webhook ?? null;
     ctx.faults = { ...initialFaults };
     ctx.random = seededRandom(seed);
+    restoredAutoAt.clear();
+    persister?.markDirty();
   };
   Object.assign(ctx, {
     now,
@@ -146,6 +171,78 @@ export function createSimulator(options: SimulatorOptions = {}): Simulator {
     reset,
   });
   webhooks.endpoint = options.webhook ?? null;
+
+  // ---- state file -------------------------------------------------------------------------
+  /** Auto-advance due times read from the state file, until listen() schedules them. */
+  const restoredAutoAt = new Map<string, number | null>();
+  let resumed = false;
+
+  const snapshot = (): StateFile => {
+    const at = Date.now();
+    return {
+      format: STATE_FORMAT,
+      version: STATE_VERSION,
+      saved_at: iso(at),
+      deliveries: store.all().map((sd) => ({
+        scope: sd.scope,
+        fingerprint: sd.fingerprint,
+        delivery: sd.record,
+        order: sd.order,
+        auto_advance_at: auto.dueAt(sd.record.id) ?? restoredAutoAt.get(sd.record.id) ?? null,
+      })),
+      idempotency: store.idempotencyEntries(now()).map(({ scope, key, record }) => ({
+        scope,
+        key,
+        canonical_body: record.canonicalBody,
+        delivery_id: record.deliveryId,
+        expires_at: record.expiresAt,
+      })),
+      webhook_endpoint: webhooks.endpoint,
+      webhook_events: webhooks.saved(SAVED_FINISHED_EVENTS),
+      counters: { requests: requests.next, webhook_attempts: webhooks.attempts.next },
+    };
+  };
+
+  const restore = (state: StateFile) => {
+    for (const d of state.deliveries) {
+      store.add({ scope: d.scope, fingerprint: d.fingerprint, record: d.delivery, order: d.order });
+      restoredAutoAt.set(d.delivery.id, d.auto_advance_at);
+    }
+    for (const r of state.idempotency) store.restoreIdempotency(r.scope, r.key, { canonicalBody: r.canonical_body, deliveryId: r.delivery_id, expiresAt: r.expires_at });
+    // A configured endpoint wins; without one, the endpoint last set through /_sim is kept.
+    if (!options.webhook && state.webhook_endpoint) webhooks.endpoint = state.webhook_endpoint;
+    webhooks.restore(state.webhook_events);
+    requests.continueFrom(state.counters.requests);
+    webhooks.attempts.continueFrom(state.counters.webhook_attempts);
+  };
+
+  /**
+   * Once listening: restored deliveries take their next step when it was due (at once if that
+   * time passed while stopped, never later than one interval), then keep the usual pace; a
+   * delivery that had no step scheduled (saved in manual mode) starts a fresh interval.
+   * Pending webhooks go out again.
+   */
+  const resume = () => {
+    if (resumed) return;
+    resumed = true;
+    if (auto.enabled) {
+      for (const [id, at] of restoredAutoAt) {
+        const sd = store.anyDelivery(id);
+        if (!sd || !isKnownDeliveryStatus(sd.record.status) || isTerminalDelivery(sd.record.status) || auto.dueAt(id) !== undefined) continue;
+        auto.track(sd, at === null ? auto.interval : Math.min(auto.interval, Math.max(0, at - Date.now())));
+      }
+    }
+    restoredAutoAt.clear();
+    webhooks.resume();
+  };
+
+  let persister: StatePersister | undefined;
+  if (options.stateFile !== undefined) {
+    const state = readStateFile(options.stateFile);
+    if (state) restore(state);
+    persister = new StatePersister(options.stateFile, snapshot, options.stateSaveIntervalMs ?? 1_000, onError);
+  }
+  // -------------------------------------------------------------------------------------------
 
   const internalError = (e: unknown): Reply => {
     onError(`internal error: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
@@ -188,6 +285,7 @@ export function createSimulator(options: SimulatorOptions = {}): Simulator {
     } catch (e) {
       reply = internalError(e);
     }
+    if (persister && method !== 'GET' && method !== 'HEAD') persister.markDirty();
     const latency = ctx.faults.latency_ms;
     if (latency > 0) await sleep(latency);
     writeReply(req, res, reply);
@@ -215,6 +313,7 @@ export function createSimulator(options: SimulatorOptions = {}): Simulator {
     } catch (e) {
       reply = internalError(e);
     }
+    if (persister && method !== 'GET' && method !== 'HEAD') persister.markDirty();
     writeReply(req, res, reply);
   }
 
@@ -272,18 +371,23 @@ export function createSimulator(options: SimulatorOptions = {}): Simulator {
           const addr = server.address() as AddressInfo;
           url = `http://${hostForUrl(host)}:${addr.port}`;
           if (options.publicBaseUrl === undefined) ctx.publicBaseUrl = url;
+          resume();
           resolve({ url });
         });
       });
     },
     async close() {
-      auto.clear();
-      await webhooks.close();
+      persister?.stop();
+      // Stop taking calls first, so the last save holds every answered change.
       await new Promise<void>((resolve) => {
         if (!server.listening) return resolve();
         server.close(() => resolve());
         server.closeAllConnections();
       });
+      const last = persister ? snapshot() : undefined;
+      auto.clear();
+      await webhooks.close();
+      if (persister && last) await persister.save(last);
     },
     get url() {
       return url;
@@ -317,6 +421,13 @@ export function createSimulator(options: SimulatorOptions = {}): Simulator {
     requestLog: (since = 0) => requests.since(since).entries,
     webhookAttempts: (since = 0) => webhooks.attempts.since(since).entries,
     webhookEvents: () => webhooks.dispatchList(),
+    get stateFile() {
+      return persister?.file;
+    },
+    async saveState() {
+      if (!persister) throw new Error('this simulator has no state file');
+      await persister.save();
+    },
     async webhooksIdle(timeoutMs = 10_000) {
       const deadline = performance.now() + timeoutMs;
       while (!webhooks.quiet) {

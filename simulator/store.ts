@@ -151,6 +151,22 @@ export class Store {
     this.idempotency.set(`${scope}\u0000${key}`, rec);
   }
 
+  /** Idempotency records still valid at `now`, oldest first (for the state file). */
+  idempotencyEntries(now: number): { scope: string; key: string; record: IdempotencyRecord }[] {
+    const out: { scope: string; key: string; record: IdempotencyRecord }[] = [];
+    for (const [id, record] of this.idempotency) {
+      if (record.expiresAt <= now) continue;
+      const cut = id.indexOf('\u0000');
+      out.push({ scope: id.slice(0, cut), key: id.slice(cut + 1), record });
+    }
+    return out;
+  }
+
+  /** Puts back a record from the state file; call in expiry order (as idempotencyEntries gives them). */
+  restoreIdempotency(scope: string, key: string, rec: IdempotencyRecord): void {
+    this.idempotency.set(`${scope}\u0000${key}`, rec);
+  }
+
   clear(): void {
     this.deliveries.clear();
     this.orders.clear();

@@ -85,10 +85,11 @@ export class Lifecycle {
 
 /**
  * Auto mode: each delivery moves one step per interval (real ms, already scaled) from its
- * creation until it is terminal. One timer per active delivery.
+ * creation until it is terminal. One timer per active delivery; when each one is due is kept
+ * (wall-clock ms) so a simulator with a state file can resume the pace after a restart.
  */
 export class AutoAdvancer {
-  private readonly timers = new Map<string, NodeJS.Timeout>();
+  private readonly timers = new Map<string, { timer: NodeJS.Timeout; at: number }>();
 
   constructor(
     private readonly intervalMs: number,
@@ -100,7 +101,12 @@ export class AutoAdvancer {
     return this.intervalMs > 0;
   }
 
-  track(sd: StoredDelivery): void {
+  get interval(): number {
+    return this.intervalMs;
+  }
+
+  /** Schedules the delivery's next step in `delayMs` real ms (default: one interval). */
+  track(sd: StoredDelivery, delayMs = this.intervalMs): void {
     if (!this.enabled) return;
     this.stop(sd.record.id);
     const timer = setTimeout(() => {
@@ -110,18 +116,24 @@ export class AutoAdvancer {
       } catch (e) {
         this.onError(`auto-advance failed for ${sd.record.id}: ${String(e)}`);
       }
-    }, this.intervalMs);
-    this.timers.set(sd.record.id, timer);
+    }, delayMs);
+    // Real time (not the injectable clock): timers run on it.
+    this.timers.set(sd.record.id, { timer, at: Date.now() + delayMs });
+  }
+
+  /** When the delivery's next step is due (Date.now() ms), or undefined when none is scheduled. */
+  dueAt(id: string): number | undefined {
+    return this.timers.get(id)?.at;
   }
 
   stop(id: string): void {
     const t = this.timers.get(id);
-    if (t) clearTimeout(t);
+    if (t) clearTimeout(t.timer);
     this.timers.delete(id);
   }
 
   clear(): void {
-    for (const t of this.timers.values()) clearTimeout(t);
+    for (const t of this.timers.values()) clearTimeout(t.timer);
     this.timers.clear();
   }
 }

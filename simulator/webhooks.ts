@@ -47,7 +47,10 @@ export interface WebhookAttempt {
   outcome: 'delivered' | 'retrying' | 'failed_for_good';
 }
 
-export type DispatchState = 'sending' | 'delivered' | 'retrying' | 'failed' | 'dropped' | 'held' | 'no_endpoint';
+export const DISPATCH_STATES = ['sending', 'delivered', 'retrying', 'failed', 'dropped', 'held', 'no_endpoint'] as const;
+export type DispatchState = (typeof DISPATCH_STATES)[number];
+/** States in which the event still has attempts to make. */
+const PENDING_STATES: ReadonlySet<DispatchState> = new Set(['sending', 'retrying', 'held']);
 
 /** One event's fate as the dashboard shows it (a duplicated event has two copies). */
 export interface WebhookDispatch {
@@ -81,6 +84,19 @@ export interface WebhookSenderOptions {
   timeoutMs: number;
   logCap: number;
   onError: (message: string) => void;
+  /** Called when an attempt changed an event's state (the state file marks itself dirty). */
+  onChange?: () => void;
+}
+
+/** An event's dispatch as the state file keeps it: when its next attempt is due, if it has one. */
+export type SavedDispatch = WebhookDispatch & { next_attempt_at: number | null };
+
+/** The event a dispatch stands for, rebuilt field by field in the order emit() builds it. */
+function eventOf(d: WebhookDispatch): WebhookEvent {
+  const base = { id: d.event_id, created_at: d.created_at };
+  return d.type === 'delivery.status_changed' || d.destination_id === null
+    ? { ...base, type: 'delivery.status_changed', data: { delivery_id: d.delivery_id, status: d.status } }
+    : { ...base, type: 'destination.status_changed', data: { delivery_id: d.delivery_id, destination_id: d.destination_id, status: d.status } };
 }
 
 export class WebhookSender {
@@ -92,6 +108,10 @@ export class WebhookSender {
   /** Per delivery: the tail of its chain of first attempts. */
   private readonly lanes = new Map<string, Promise<void>>();
   private held: { job: Job; timer: NodeJS.Timeout } | null = null;
+  /** When each event waiting for a retry is due (Date.now() ms); only such events are in here. */
+  private readonly retryDue = new Map<WebhookDispatch, number>();
+  /** Events restored from a state file, sent again by resume(). */
+  private toResume: WebhookDispatch[] = [];
   private inFlight = 0;
   /** Bumped by reset/close so callbacks of an earlier generation do nothing. */
   private generation = 0;
@@ -240,6 +260,9 @@ export class WebhookSender {
     dispatch.attempts = n;
     dispatch.last_answer = answer !== null ? `HTTP ${answer}` : error;
     dispatch.state = ok ? 'delivered' : last ? 'failed' : 'retrying';
+    if (delay === null) this.retryDue.delete(dispatch);
+    else this.retryDue.set(dispatch, Date.now() + delay);
+    this.o.onChange?.();
     this.attempts.push({
       event_id: event.id,
       type: event.type,
@@ -264,6 +287,62 @@ export class WebhookSender {
     return [...this.dispatches.values()];
   }
 
+  /**
+   * For the state file: every event that still has attempts to make (sending, held back, or
+   * waiting for a retry, with when the retry is due; an attempt in flight counts as not made),
+   * and the newest `keepFinished` others for the dashboard. Oldest first.
+   */
+  saved(keepFinished: number): SavedDispatch[] {
+    const all = [...this.dispatches.values()];
+    const cut = all.length - keepFinished;
+    const out: SavedDispatch[] = [];
+    all.forEach((d, i) => {
+      const pending = PENDING_STATES.has(d.state);
+      if (pending || i >= cut) out.push({ ...d, next_attempt_at: pending ? (this.retryDue.get(d) ?? null) : null });
+    });
+    return out;
+  }
+
+  /** Puts back events from a state file (oldest first); the pending ones go out again on resume(). */
+  restore(saved: readonly SavedDispatch[]): void {
+    for (const { next_attempt_at, ...d } of saved) {
+      const dispatch: WebhookDispatch = { ...d };
+      this.dispatches.set(`${d.event_id}#${d.copy}`, dispatch);
+      if (!PENDING_STATES.has(dispatch.state)) continue;
+      if (next_attempt_at !== null && dispatch.attempts > 0) this.retryDue.set(dispatch, next_attempt_at);
+      this.toResume.push(dispatch);
+    }
+  }
+
+  /**
+   * Sends restored events on: first attempts at once (one delivery's in their order), retries
+   * when they are due (at once if that time passed while the simulator was stopped). They go to
+   * the current endpoint, signed with its secret.
+   */
+  resume(): void {
+    const list = this.toResume;
+    this.toResume = [];
+    for (const dispatch of list) {
+      if (!PENDING_STATES.has(dispatch.state)) continue;
+      const endpoint = this.endpoint;
+      if (!endpoint) {
+        dispatch.state = 'no_endpoint';
+        this.retryDue.delete(dispatch);
+        continue;
+      }
+      const event = eventOf(dispatch);
+      const job: Job = { event, body: JSON.stringify(event), endpoint, dispatch, generation: this.generation };
+      const n = dispatch.attempts + 1;
+      if (n === 1) {
+        dispatch.state = 'sending';
+        this.startFirst(job);
+      } else {
+        const due = this.retryDue.get(dispatch) ?? Date.now();
+        this.schedule(Math.max(0, due - Date.now()), () => void this.attempt(job, n));
+      }
+    }
+  }
+
   /** True when nothing is being sent, waiting for a retry, or held back. */
   get quiet(): boolean {
     return this.inFlight === 0 && this.timers.size === 0 && this.lanes.size === 0 && this.held === null;
@@ -275,6 +354,8 @@ export class WebhookSender {
     this.timers.clear();
     this.lanes.clear();
     this.held = null;
+    this.retryDue.clear();
+    this.toResume = [];
     this.dispatches.clear();
     this.attempts.clear();
     this.endpoint = null;

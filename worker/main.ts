@@ -3,6 +3,7 @@
  * environment (by default the local stack). The API key is read here, from the environment, and
  * never travels through Temporal.
  */
+import { Client, Connection, type ConnectionOptions } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, type LogLevel, type NativeConnectionOptions } from '@temporalio/worker';
 import { dataConverterFromEnv } from '../client/payload-codec';
 import { temporalSettingsFromEnv } from '../client/temporal-config';
@@ -11,12 +12,17 @@ import { ProviderClient } from '../provider/client';
 import { providerConfigFromEnv } from '../provider/config';
 import { parseEnv } from '../provider/validation';
 import { z } from 'zod';
+import { dispatchSettingsFromEnv } from './dispatch-config';
 import { createDeliveryWorkers } from './worker';
 
 const WorkerEnvSchema = z.object({
   LOG_LEVEL: z.enum(['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR']).default('INFO'),
   /** host:port for the Temporal runtime's Prometheus exporter (/metrics); unset: no exporter. */
   WORKER_METRICS_ADDRESS: z.string().regex(/^[^\s:]+:\d{1,5}$/, { message: 'must be host:port, e.g. 127.0.0.1:9464' }).optional(),
+  /** Workflows kept in memory between tasks; docs/operations.md says what each costs. */
+  WORKER_MAX_CACHED_WORKFLOWS: z.coerce.number().int().min(0).max(1_000_000).optional(),
+  WORKER_MAX_CONCURRENT_WORKFLOW_TASKS: z.coerce.number().int().min(2).max(10_000).optional(),
+  WORKER_MAX_CONCURRENT_ACTIVITIES: z.coerce.number().int().min(1).max(100_000).optional(),
 });
 
 /**
@@ -39,23 +45,33 @@ async function main(): Promise<void> {
   const temporal = temporalSettingsFromEnv();
   const provider = providerConfigFromEnv();
   const client = new ProviderClient(provider);
+  const dispatch = dispatchSettingsFromEnv();
   const connection = await NativeConnection.connect(temporal.connectionOptions as NativeConnectionOptions);
+  const clientConnection = await Connection.connect(temporal.connectionOptions as ConnectionOptions);
+  const dataConverter = dataConverterFromEnv();
   const workers = await createDeliveryWorkers({
     connection,
     namespace: temporal.namespace,
     taskQueue: temporal.taskQueue,
     activities: createProviderActivities(client),
-    dataConverter: dataConverterFromEnv(),
+    client: new Client({ connection: clientConnection, namespace: temporal.namespace, dataConverter }),
+    dispatch,
+    dataConverter,
+    maxCachedWorkflows: env.WORKER_MAX_CACHED_WORKFLOWS,
+    maxConcurrentWorkflowTasks: env.WORKER_MAX_CONCURRENT_WORKFLOW_TASKS,
+    maxConcurrentActivities: env.WORKER_MAX_CONCURRENT_ACTIVITIES,
   });
   const stop = () => workers.shutdown();
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
   console.log(
     `worker: task queue ${temporal.taskQueue} on ${temporal.address} (namespace ${temporal.namespace}), provider ${client.baseUrl}` +
+      `, ${dispatch.limiter} limiter (creations ${dispatch.limits.creations.limit}/${dispatch.limits.creations.windowMs / 1000} s, quotes ${dispatch.limits.quotes.limit}/${dispatch.limits.quotes.windowMs / 1000} s)` +
       (env.WORKER_METRICS_ADDRESS ? `, metrics http://${env.WORKER_METRICS_ADDRESS}/metrics` : ''),
   );
   await workers.run();
   await connection.close();
+  await clientConnection.close();
   await client.close();
 }
 

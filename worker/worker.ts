@@ -1,25 +1,41 @@
 /**
- * The delivery workers of one process: workflows on the main task queue, and provider calls on
- * one task queue per rate-limited call family (creations, quotes, the rest), each with the
- * server-side activity rate its provider limit allows.
+ * The delivery workers of one process: workflows (and the limiter workflows, and the local
+ * dispatch activities) on the main task queue, and provider calls on one task queue per call
+ * family (creations, quotes, the rest).
+ *
+ * Pacing (worker/dispatch-config.ts): with the `window` limiter the creation and quote slots are
+ * handed out by the limiter workflows, window-exact, so those queues carry no rate limit of their
+ * own (a token bucket would spread out the slots the limiter hands out together). With
+ * `task-queue`, every family's queue gets Temporal's rate limit of (limit - 1) / window.
+ * The other calls always use the task-queue limit.
  */
 import type { DataConverter } from '@temporalio/common';
 import { bundleWorkflowCode, Worker, type NativeConnection, type WorkflowBundle } from '@temporalio/worker';
+import type { Client } from '@temporalio/client';
+import { createDispatchActivities } from '../activities/dispatch-activities';
 import type { ProviderActivities } from '../activities/provider-activities';
-import { PROVIDER_RATE_LIMITS, type CallFamily } from '../provider/limits';
+import type { CallFamily } from '../provider/limits';
 import { providerTaskQueues } from '../workflows/task-queues';
-import { taskQueueRatePerSecond, type RateLimits } from './rate-limits';
+import { DEFAULT_DISPATCH, type DispatchSettings } from './dispatch-config';
+import { taskQueueRatePerSecond } from './rate-limits';
 
 export interface DeliveryWorkerOptions {
   connection: NativeConnection;
   namespace: string;
   taskQueue: string;
   activities: ProviderActivities;
-  rateLimits?: RateLimits;
+  /** Starts and signals the limiter workflows (the same namespace and data converter as the workers). */
+  client: Client;
+  /** Pacing; defaults to the provider's limits with the window limiter. */
+  dispatch?: Partial<DispatchSettings>;
   /** A prebuilt bundle (tests build one per file); otherwise the workflows are bundled here. */
   workflowBundle?: WorkflowBundle;
   /** Cap on activities running at once per call-family worker. */
   maxConcurrentActivities?: number;
+  /** Workflows kept in memory between tasks (Temporal's default: 10,000). */
+  maxCachedWorkflows?: number;
+  /** Workflow tasks run at once. */
+  maxConcurrentWorkflowTasks?: number;
   /** Payload encryption (client/payload-codec.ts); the same codec as every client's. */
   dataConverter?: DataConverter;
 }
@@ -34,7 +50,7 @@ export interface DeliveryWorkers {
 }
 
 export async function createDeliveryWorkers(o: DeliveryWorkerOptions): Promise<DeliveryWorkers> {
-  const limits = o.rateLimits ?? PROVIDER_RATE_LIMITS;
+  const dispatch: DispatchSettings = { ...DEFAULT_DISPATCH, ...o.dispatch };
   const queues = providerTaskQueues(o.taskQueue);
   const base = { connection: o.connection, namespace: o.namespace, dataConverter: o.dataConverter };
 
@@ -42,7 +58,11 @@ export async function createDeliveryWorkers(o: DeliveryWorkerOptions): Promise<D
     ...base,
     taskQueue: o.taskQueue,
     workflowBundle: o.workflowBundle ?? (await bundleWorkflows()),
+    activities: createDispatchActivities({ client: o.client, settings: dispatch }),
+    maxCachedWorkflows: o.maxCachedWorkflows,
+    maxConcurrentWorkflowTaskExecutions: o.maxConcurrentWorkflowTasks,
   });
+  const slotted = (family: CallFamily) => dispatch.limiter === 'window' && family !== 'other';
   const families: CallFamily[] = ['creations', 'quotes', 'other'];
   const activityWorkers = await Promise.all(
     families.map((family) =>
@@ -50,8 +70,9 @@ export async function createDeliveryWorkers(o: DeliveryWorkerOptions): Promise<D
         ...base,
         taskQueue: queues[family],
         activities: o.activities,
-        maxTaskQueueActivitiesPerSecond: taskQueueRatePerSecond(limits[family]),
-        maxConcurrentActivityTaskExecutions: o.maxConcurrentActivities ?? 100,
+        maxTaskQueueActivitiesPerSecond: slotted(family) ? undefined : taskQueueRatePerSecond(dispatch.limits[family]),
+        // A slot's calls all start together: let a whole window's worth run at once.
+        maxConcurrentActivityTaskExecutions: o.maxConcurrentActivities ?? Math.max(100, slotted(family) ? dispatch.limits[family].limit : 0),
       }),
     ),
   );

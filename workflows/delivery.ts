@@ -39,6 +39,7 @@ import {
   type DeliveryResult,
   type DeliveryState,
   type DeliveryWorkflowInput,
+  type CarriedQuote,
   type FollowUpSettings,
   type StatusChange,
 } from './messages';
@@ -46,6 +47,9 @@ import { DeliveryId, DeliveryStatus, QuotedPrice } from './search-attributes';
 import { deliveryDetails } from './details';
 import { DeliveryTracker } from './state';
 import { providerTaskQueues } from './task-queues';
+import { dispatchSettings, ProviderSlots } from './dispatch';
+import { quoteFingerprint } from './quote-fingerprint';
+import type { DispatchSettings } from '../worker/dispatch-config';
 
 /** Default wait for a person to approve a quote over the order's maximum price. */
 export const DEFAULT_APPROVAL_TIMEOUT_MS = 30 * 60_000;
@@ -78,13 +82,23 @@ function providerActivities() {
     labelled(family: CallFamily, summary: string, extra: ActivityOptions = {}): ActivityOptions {
       return { ...providerCall, taskQueue: queues[family], summary, ...extra };
     },
+    /** One attempt in a limiter slot: the slot loop (workflows/dispatch.ts) makes the next. */
+    inSlot(family: CallFamily, dispatch: DispatchSettings, summary: string): ActivityOptions {
+      return { taskQueue: queues[family], summary, startToCloseTimeout: dispatch.callTimeoutMs, retry: { maximumAttempts: 1 } };
+    },
   };
 }
 
 /** A quote without a delivery: the same rate-limited path as the delivery workflow's quote. */
-export async function quoteOnly(order: CreateDeliveryRequest): Promise<Quote> {
+export async function quoteOnly(order: CreateDeliveryRequest): Promise<Quote | CarriedQuote> {
   const act = providerActivities();
-  return act.quotes.quoteDelivery.executeWithOptions(act.labelled('quotes', `quote ${order.destinations.length} stop(s)`), [order]);
+  const dispatch = patched('window-limiter') ? await dispatchSettings() : undefined;
+  if (dispatch?.limiter !== 'window') return act.quotes.quoteDelivery.executeWithOptions(act.labelled('quotes', `quote ${order.destinations.length} stop(s)`), [order]);
+  const fingerprint = quoteFingerprint(order);
+  const got = await new ProviderSlots().run({ family: 'quotes', food: order.is_food, fingerprint }, () =>
+    act.quotes.quoteInSlot.executeWithOptions(act.inSlot('quotes', dispatch, `quote ${order.destinations.length} stop(s)`), [order]),
+  );
+  return { ...('reused' in got ? got.reused : got.value), fingerprint };
 }
 
 export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryResult> {
@@ -168,10 +182,15 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
 
   if (input.resume) return await follow();
 
+  // Pacing settings come from the worker's environment, recorded once (older runs did without).
+  const dispatch = patched('window-limiter') ? await dispatchSettings() : undefined;
+  const slots = dispatch?.limiter === 'window' ? new ProviderSlots() : undefined;
+  const onRetry = (what: string) => (attempt: number, reason: string) => tracker.note(now(), `${what} attempt ${attempt} failed (${reason}); trying again in a new slot`);
+
   // 1. Quote, 2. price guard. A cancellation here ends the workflow with nothing created.
   try {
     refreshDetails();
-    const quote = await act.quotes.quoteDelivery.executeWithOptions(act.labelled('quotes', `quote ${request.destinations.length} stop(s)`), [request]);
+    const quote = await obtainQuote();
     state.quote = quote;
     upsertSearchAttributes([{ key: QuotedPrice, value: quote.price.amount }]);
     tracker.note(now(), `quoted ${quote.price.amount} ${quote.price.currency} (minor units)`);
@@ -187,12 +206,10 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
     throw err;
   }
 
-  // 3. Create. Non-cancellable: once the request may have reached the provider, we must learn
+  // 3. Create. Non-cancellable once the request may have reached the provider: we must learn
   // the delivery's id so that a cancellation can reach it.
   setPhase('creating');
-  const record = await CancellationScope.nonCancellable(() =>
-    act.creations.createDelivery.executeWithOptions(act.labelled('creations', `create delivery ref ${input.reference}`), [{ request, idempotencyKey: workflowInfo().workflowId }]),
-  );
+  const record = await create();
   takeRecord(record);
   upsertSearchAttributes([{ key: DeliveryId, value: record.id }]);
   const beforePending = state.status;
@@ -200,6 +217,49 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
   statusChanged(beforePending);
   setPhase('following');
   return await follow();
+
+  /** A quote the order carries for the same inputs, one shared by an identical order, or a new one. */
+  async function obtainQuote(): Promise<Quote> {
+    const summary = `quote ${request.destinations.length} stop(s)`;
+    if (!slots || !dispatch) return act.quotes.quoteDelivery.executeWithOptions(act.labelled('quotes', summary), [request]);
+    const fingerprint = quoteFingerprint(request);
+    if (input.quote) {
+      const left = Date.parse(input.quote.expires_at) - Date.now();
+      if (input.quote.fingerprint === fingerprint && left >= dispatch.quoteMinRemainingMs) {
+        tracker.note(now(), 'using the quote the order carries: no quote asked for');
+        return { price: input.quote.price, expires_at: input.quote.expires_at };
+      }
+      tracker.note(now(), input.quote.fingerprint === fingerprint ? 'the quote the order carries is about to expire: asking for a new one' : 'the quote the order carries is for other inputs: asking for a new one');
+    }
+    const got = await slots.run({ family: 'quotes', food: request.is_food, fingerprint, onRetry: onRetry('quote') }, () =>
+      act.quotes.quoteInSlot.executeWithOptions(act.inSlot('quotes', dispatch, summary), [request]),
+    );
+    if ('value' in got) return got.value;
+    tracker.note(now(), 'reusing the valid quote of an identical order: no quote asked for');
+    return got.reused;
+  }
+
+  async function create(): Promise<DeliveryRecord> {
+    const summary = `create delivery ref ${input.reference}`;
+    const idempotencyKey = workflowInfo().workflowId;
+    if (!slots || !dispatch) {
+      return CancellationScope.nonCancellable(() => act.creations.createDelivery.executeWithOptions(act.labelled('creations', summary), [{ request, idempotencyKey }]));
+    }
+    try {
+      const got = await slots.run({ family: 'creations', food: request.is_food, commitOnCall: true, onRetry: onRetry('creation') }, (_attempt, lookFirst) =>
+        act.creations.createInSlot.executeWithOptions(act.inSlot('creations', dispatch, summary), [{ request, idempotencyKey, lookFirst }]),
+      );
+      return (got as { value: DeliveryRecord }).value;
+    } catch (err) {
+      if (isCancellation(err)) {
+        // Cancelled while waiting for a creation slot: no call was made.
+        state.cancellation = { requestedAt: now().toISOString(), outcome: 'before_creation' };
+        tracker.note(now(), 'cancelled while waiting to be created: nothing was created');
+        setPhase('ended');
+      }
+      throw err;
+    }
+  }
 
   /** 4. Follow until the delivery ends, or until the workflow is cancelled. */
   async function follow(): Promise<DeliveryResult> {

@@ -30,6 +30,8 @@ export interface DeliveryWorkflowInput {
   order: DeliveryOrder;
   /** The most the order system will pay without a person approving the quote. */
   maxPrice?: Price;
+  /** A quote obtained earlier for the same order (`DeliveryClient.quote`): used while valid, no second quote asked for. */
+  quote?: CarriedQuote;
   /** How long to wait for approveQuote / rejectQuote when the quote is over maxPrice (ms). */
   approvalTimeoutMs?: number;
   /** Reconciliation timing; defaults in workflows/delivery.ts. */
@@ -39,6 +41,9 @@ export interface DeliveryWorkflowInput {
   /** Set by the workflow itself when it continues as new: the state it carries over. */
   resume?: ResumeState;
 }
+
+/** A quote as `quoteOnly` returns it: with the fingerprint of the inputs it was given for. */
+export type CarriedQuote = Quote & { fingerprint: string };
 
 /** What a delivery carries into its next run: the whole state, timeline included. */
 export interface ResumeState {

@@ -12,6 +12,7 @@ import { ProviderClient } from '../../provider/client';
 import type { DeliveryOrder, DeliveryState } from '../../workflows/messages';
 import { generateWebhookSecret } from '../../provider/webhook-signature';
 import { createSimulator, type Simulator, type SimulatorOptions } from '../../simulator/server';
+import type { DispatchSettings } from '../../worker/dispatch-config';
 import { testClient } from './temporal';
 import { startWorkers, type RunningWorkers } from './workers';
 
@@ -32,14 +33,22 @@ export interface Stack {
 }
 
 export async function startStack(
-  o: { workerApiKey?: string; simulator?: SimulatorOptions; bridgeLog?: (e: Record<string, unknown>) => void; dataConverter?: DataConverter; temporalAddress?: string } = {},
+  o: {
+    workerApiKey?: string;
+    simulator?: SimulatorOptions;
+    bridgeLog?: (e: Record<string, unknown>) => void;
+    dataConverter?: DataConverter;
+    temporalAddress?: string;
+    /** Pacing of the stack's workers (default: the window limiter, limits no test waits on). */
+    dispatch?: Partial<DispatchSettings>;
+  } = {},
 ): Promise<Stack> {
   const sim = createSimulator({ onError: (m) => console.error(`simulator: ${m}`), ...o.simulator });
   const { url: simUrl } = await sim.listen(0, '127.0.0.1');
 
   const { client: temporal, connection } = await testClient(o.dataConverter, o.temporalAddress);
   const workerProvider = new ProviderClient({ baseUrl: simUrl, apiKey: o.workerApiKey ?? SANDBOX_KEY, timeoutMs: 5_000 });
-  const workers = await startWorkers(createProviderActivities(workerProvider), { prefix: 'e2e', dataConverter: o.dataConverter, address: o.temporalAddress });
+  const workers = await startWorkers(createProviderActivities(workerProvider), { prefix: 'e2e', dataConverter: o.dataConverter, address: o.temporalAddress, dispatch: o.dispatch });
 
   const webhookSecret = generateWebhookSecret();
   const bridgeProvider = new ProviderClient({ baseUrl: simUrl, apiKey: SANDBOX_KEY, timeoutMs: 5_000 });

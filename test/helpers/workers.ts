@@ -2,9 +2,10 @@
 import type { DataConverter } from '@temporalio/common';
 import type { WorkflowBundle } from '@temporalio/worker';
 import type { ProviderActivities } from '../../activities/provider-activities';
-import type { RateLimits } from '../../worker/rate-limits';
+import type { CallFamily, RateLimit } from '../../provider/limits';
+import type { DispatchSettings } from '../../worker/dispatch-config';
 import { bundleWorkflows, createDeliveryWorkers, type DeliveryWorkers } from '../../worker/worker';
-import { testNativeConnection, testServerAddress, uniqueTaskQueue } from './temporal';
+import { testClient, testNativeConnection, testServerAddress, uniqueTaskQueue } from './temporal';
 
 let bundle: Promise<WorkflowBundle> | undefined;
 export function workflowBundle(): Promise<WorkflowBundle> {
@@ -13,7 +14,7 @@ export function workflowBundle(): Promise<WorkflowBundle> {
 }
 
 /** Limits high enough that no test waits on them (the rate-limit tests set their own). */
-export const UNTHROTTLED: RateLimits = {
+export const UNTHROTTLED: Record<CallFamily, RateLimit> = {
   creations: { limit: 10_000, windowMs: 1_000 },
   quotes: { limit: 10_000, windowMs: 1_000 },
   other: { limit: 10_000, windowMs: 1_000 },
@@ -25,15 +26,26 @@ export interface RunningWorkers {
   stop(): Promise<void>;
 }
 
-export async function startWorkers(activities: ProviderActivities, options: { prefix?: string; rateLimits?: RateLimits; dataConverter?: DataConverter; address?: string } = {}): Promise<RunningWorkers> {
+export interface StartWorkersOptions {
+  prefix?: string;
+  /** Pacing; by default the window limiter with limits no test waits on. */
+  dispatch?: Partial<DispatchSettings>;
+  dataConverter?: DataConverter;
+  address?: string;
+  taskQueue?: string;
+}
+
+export async function startWorkers(activities: ProviderActivities, options: StartWorkersOptions = {}): Promise<RunningWorkers> {
   const connection = await testNativeConnection(options.address);
-  const taskQueue = uniqueTaskQueue(options.prefix ?? 'deliveries');
+  const { client, connection: clientConnection } = await testClient(options.dataConverter, options.address);
+  const taskQueue = options.taskQueue ?? uniqueTaskQueue(options.prefix ?? 'deliveries');
   const workers = await createDeliveryWorkers({
     connection,
     namespace: testServerAddress().namespace,
     taskQueue,
     activities,
-    rateLimits: options.rateLimits ?? UNTHROTTLED,
+    client,
+    dispatch: { limits: UNTHROTTLED, ...options.dispatch },
     workflowBundle: await workflowBundle(),
     dataConverter: options.dataConverter,
   });
@@ -45,6 +57,7 @@ export async function startWorkers(activities: ProviderActivities, options: { pr
       workers.shutdown();
       await running;
       await connection.close();
+      await clientConnection.close();
     },
   };
 }

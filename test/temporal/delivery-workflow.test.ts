@@ -25,7 +25,7 @@ import { rejectionOf } from '../helpers/rejection';
 
 let provider: FakeProvider;
 const forwarding = Object.fromEntries(
-  (['quoteDelivery', 'createDelivery', 'getDelivery', 'updateDelivery', 'cancelDelivery'] as const).map((name) => [
+  (['quoteDelivery', 'createDelivery', 'quoteInSlot', 'createInSlot', 'getDelivery', 'updateDelivery', 'cancelDelivery'] as const).map((name) => [
     name,
     (...args: unknown[]) => (provider.activities[name] as (...a: unknown[]) => Promise<unknown>)(...args),
   ]),
@@ -57,6 +57,8 @@ afterEach(async () => {
 async function start(overrides: Partial<DeliveryWorkflowInput> = {}, destinations = 2): Promise<WorkflowHandle> {
   const reference = `T-${Date.now()}-${++seq}`;
   const { reference_number: _r, ...order } = deliveryRequest({}, destinations);
+  // Inputs of its own: identical orders share one quote while it is valid, and tests set prices.
+  order.pickup_location = { ...order.pickup_location, comment: `test order ${reference}` };
   const handle = await client.workflow.start('delivery', {
     taskQueue: workers.taskQueue,
     workflowId: deliveryWorkflowId(reference),

@@ -1,0 +1,147 @@
+/**
+ * The delivery workflow's side of the window-exact limiter: ask the family's limiter for a slot,
+ * wait for the answer, make exactly one call in it, release it with when the answer came.
+ *
+ * Why attempts are looped here and not by Temporal's activity retry: every attempt must hold a
+ * slot of its own (a retry is a call the provider counts), and a retry policy cannot ask the
+ * limiter between attempts. Waits still come from Temporal: the limiter's timers pace the slots,
+ * its pause spaces attempts during an outage, and a 429's Retry-After pauses the whole family.
+ */
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  CancellationScope,
+  condition,
+  getExternalWorkflowHandle,
+  isCancellation,
+  proxyLocalActivities,
+  setHandler,
+  sleep,
+  type SignalDefinition,
+  TimeoutFailure,
+  workflowInfo,
+} from '@temporalio/workflow';
+import type { DispatchActivities } from '../activities/dispatch-activities';
+import type { CallFamily } from '../provider/limits';
+import type { Quote } from '../provider/schemas';
+import { NON_RETRYABLE_PROVIDER_FAILURES, PROVIDER_FAILURE_TYPES } from './failures';
+import { limiterWorkflowId, slotAnsweredSignal, slotReleasedSignal, slotWithdrawnSignal } from './limiter-messages';
+import type { CallOutcome, SlotAnswer } from './slot-window';
+
+const MAX_BACKOFF_MS = 60_000;
+const local = proxyLocalActivities<DispatchActivities>({ startToCloseTimeout: '10 seconds' });
+
+export function dispatchSettings() {
+  return local.dispatchSettings();
+}
+
+export interface SlotCall {
+  family: CallFamily;
+  food: boolean;
+  /** Quotes only: a valid quote for identical inputs is handed over instead of a slot. */
+  fingerprint?: string;
+  /** Told about each failed attempt, for the timeline. */
+  onRetry?: (attempt: number, reason: string) => void;
+  /**
+   * Creations: once a call may have reached the provider, cancellation waits until the outcome
+   * is known (the workflow must learn the delivery's id to cancel it). Before the first call a
+   * cancellation simply gives the place in the queue back.
+   */
+  commitOnCall?: boolean;
+}
+
+export type SlotResult<T> = { value: T } | { reused: Quote };
+
+export class ProviderSlots {
+  private readonly answers = new Map<string, SlotAnswer>();
+  private seq = 0;
+
+  constructor() {
+    setHandler(slotAnsweredSignal, (a) => void this.answers.set(a.requestId, a));
+  }
+
+  /**
+   * Runs `call` in slots until it succeeds or fails for good. `call` gets the attempt number and
+   * whether an earlier attempt may have reached the provider.
+   */
+  async run<T>(c: SlotCall, call: (attempt: number, unclear: boolean) => Promise<{ value: T; answeredAt: number }>): Promise<SlotResult<T>> {
+    const requestedAt = Date.now();
+    let unclear = false;
+    let unclearFailures = 0;
+    let committed = false;
+    const guarded = <R>(fn: () => Promise<R>): Promise<R> => (committed ? CancellationScope.nonCancellable(fn) : fn());
+    for (let attempt = 1; ; attempt++) {
+      const answer = await guarded(() => this.acquire(c, requestedAt));
+      if (!answer.slot) return { reused: answer.quote };
+      committed ||= c.commitOnCall === true;
+      let result: { value: T; answeredAt: number };
+      try {
+        result = await guarded(() => call(attempt, unclear));
+      } catch (err) {
+        const outcome = outcomeOf(err);
+        await this.release(answer.requestId, { answeredAt: Date.now(), ...outcome });
+        if (!outcome.retryable) throw err;
+        unclear ||= outcome.outcome !== 'rate_limited';
+        c.onRetry?.(attempt, ((err as Error).cause as Error | undefined)?.message ?? (err as Error).message);
+        // Outages and 429s are paced by the limiter for everyone; any other failure (a timeout,
+        // a bug) backs off here, as an activity retry policy would.
+        if (outcome.outcome === 'unclear') await guarded(() => sleep(Math.min(MAX_BACKOFF_MS, 1_000 * 2 ** (++unclearFailures - 1))));
+        continue;
+      }
+      await this.release(answer.requestId, { answeredAt: result.answeredAt, outcome: 'answered', quote: c.fingerprint ? (result.value as Quote) : undefined });
+      return { value: result.value };
+    }
+  }
+
+  private async acquire(c: SlotCall, requestedAt: number): Promise<SlotAnswer> {
+    const requestId = `${workflowInfo().workflowId}#${++this.seq}`;
+    await local.requestProviderSlot({ family: c.family, taskQueue: workflowInfo().taskQueue, requestId, food: c.food, fingerprint: c.fingerprint, requestedAt });
+    try {
+      await condition(() => this.answers.has(requestId));
+    } catch (err) {
+      // Cancelled while waiting: give the place (or a slot granted meanwhile) back.
+      if (isCancellation(err)) await CancellationScope.nonCancellable(() => this.signal(c.family, slotWithdrawnSignal, requestId));
+      throw err;
+    }
+    const answer = this.answers.get(requestId)!;
+    this.answers.delete(requestId);
+    this.family.set(requestId, c.family);
+    return answer;
+  }
+
+  private readonly family = new Map<string, CallFamily>();
+
+  private async release(requestId: string, r: { answeredAt: number; outcome: CallOutcome; retryAfterMs?: number; quote?: Quote }): Promise<void> {
+    const family = this.family.get(requestId)!;
+    this.family.delete(requestId);
+    await CancellationScope.nonCancellable(() =>
+      this.signal(family, slotReleasedSignal, { requestId, answeredAt: r.answeredAt, outcome: r.outcome, retryAfterMs: r.retryAfterMs, quote: r.quote }),
+    );
+  }
+
+  private async signal<A>(family: CallFamily, def: SignalDefinition<[A]>, arg: A): Promise<void> {
+    try {
+      await getExternalWorkflowHandle(limiterWorkflowId(workflowInfo().taskQueue, family)).signal(def, arg);
+    } catch {
+      // The limiter is gone (terminated by an operator): the next request starts a new one, and
+      // the lease of this slot there has ended with it.
+    }
+  }
+}
+
+/** How a failed attempt counts for pacing, and whether another attempt may help. */
+function outcomeOf(err: unknown): { outcome: CallOutcome; retryable: boolean; retryAfterMs?: number } {
+  if (isCancellation(err)) return { outcome: 'unclear', retryable: false };
+  const cause = err instanceof ActivityFailure ? err.cause : err;
+  if (cause instanceof TimeoutFailure) return { outcome: 'unclear', retryable: true }; // the worker died or hung
+  if (!(cause instanceof ApplicationFailure)) return { outcome: 'unclear', retryable: true };
+  const retryable = !cause.nonRetryable && !NON_RETRYABLE_PROVIDER_FAILURES.includes(cause.type ?? '');
+  switch (cause.type) {
+    case PROVIDER_FAILURE_TYPES.rate_limited:
+      return { outcome: 'rate_limited', retryable, retryAfterMs: (cause.details?.[0] as { retryAfterMs?: number } | undefined)?.retryAfterMs };
+    case PROVIDER_FAILURE_TYPES.unavailable:
+      return { outcome: 'unavailable', retryable };
+    default:
+      return { outcome: retryable ? 'unclear' : 'answered', retryable };
+  }
+}

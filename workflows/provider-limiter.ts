@@ -1,0 +1,84 @@
+/**
+ * The provider limiter: one long-running workflow per call family (creations, quotes) that
+ * hands out window-exact slots to delivery workflows (see slot-window.ts for the rule). It holds
+ * the backlog, in order, food first, and the recent quotes that identical orders may share.
+ *
+ * Every limit is held here for all workers together, by Temporal: the state is durable, a
+ * crashed worker loses nothing, and time comes from Temporal timers. The history stays bounded
+ * by continuing as new with the whole state.
+ */
+import { condition, continueAsNew, getExternalWorkflowHandle, setCurrentDetails, setHandler, workflowInfo } from '@temporalio/workflow';
+import {
+  limiterStatusQuery,
+  slotAnsweredSignal,
+  slotReleasedSignal,
+  slotRequestedSignal,
+  slotWithdrawnSignal,
+  type LimiterInput,
+} from './limiter-messages';
+import { SlotWindow, type SlotAnswer } from './slot-window';
+
+/** Continue as new well before Temporal's limits (signals per run, history size). */
+const LIMITER_HISTORY_LIMIT = 5_000;
+
+export async function providerLimiter(input: LimiterInput): Promise<never> {
+  const window = input.resume ? new SlotWindow(input.resume) : SlotWindow.empty(input.config);
+  const outbox: SlotAnswer[] = [];
+  let changed = true;
+
+  const now = () => Date.now();
+  const send = (answers: SlotAnswer[]) => {
+    outbox.push(...answers);
+    changed = true;
+  };
+
+  setHandler(slotRequestedSignal, ({ config, ...req }) => {
+    window.configure(config);
+    send(window.request(req, now()));
+  });
+  setHandler(slotReleasedSignal, (rel) => send(window.release(rel, now())));
+  setHandler(slotWithdrawnSignal, (requestId) => send(window.withdraw(requestId, now())));
+  setHandler(limiterStatusQuery, () => ({
+    family: input.family,
+    config: window.s.config,
+    waiting: window.s.waiting.length + window.s.followers.length,
+    waitingFood: window.s.waiting.filter((r) => r.food).length,
+    held: window.s.held.length,
+    free: Math.max(0, window.free(now())),
+    counts: window.s.counts,
+  }));
+
+  const deliver = async (answer: SlotAnswer, requester: string) => {
+    try {
+      await getExternalWorkflowHandle(requester).signal(slotAnsweredSignal, answer);
+    } catch {
+      // The requester is gone (terminated or ended): nobody will use this slot.
+      send(window.undeliverable(answer.requestId, now()));
+    }
+  };
+
+  for (;;) {
+    changed = false;
+        for (const g of window.grant(now())) outbox.push({ requestId: g.requestId, slot: true });
+    const sending = outbox.splice(0).map((a) => deliver(a, requesterFromId(a.requestId)));
+    if (sending.length) {
+      await Promise.all(sending);
+      continue; // undeliverable answers may have freed a slot
+    }
+    setCurrentDetails(
+      `**${input.family}**: ${window.s.config.limit} per ${window.s.config.windowMs / 1000} s · ${window.s.held.length} held · ` +
+        `${window.s.waiting.length + window.s.followers.length} waiting · ${window.s.counts.granted} granted · ${window.s.counts.reused} quotes reused`,
+    );
+    if (workflowInfo().continueAsNewSuggested || workflowInfo().historyLength >= LIMITER_HISTORY_LIMIT) {
+      return continueAsNew<typeof providerLimiter>({ family: input.family, config: window.s.config, resume: window.s });
+    }
+    const next = window.nextChangeAt(now());
+    if (next === undefined) await condition(() => changed);
+    else await condition(() => changed, Math.max(1, next - now()));
+  }
+}
+
+/** Request ids are `<requester workflow id>#<n>`, so any answer finds its way back. */
+export function requesterFromId(requestId: string): string {
+  return requestId.slice(0, requestId.lastIndexOf('#'));
+}
