@@ -23,8 +23,9 @@ export function limiterConfig(settings: DispatchSettings, family: CallFamily): L
   return {
     ...settings.limits[family],
     marginMs: settings.marginMs,
-    leaseMs: settings.callTimeoutMs + LEASE_EXTRA_MS,
+    leaseMs: settings.callTimeoutMs + (settings.leadMs ?? 0) + LEASE_EXTRA_MS,
     quoteMinRemainingMs: settings.quoteMinRemainingMs,
+    leadMs: settings.leadMs ?? 0,
   };
 }
 

@@ -23,11 +23,18 @@ export interface Answered<T> {
 export interface CreateInSlotInput extends CreateDeliveryInput {
   /** An earlier attempt may have reached the provider: look the delivery up before creating. */
   lookFirst: boolean;
+  /** The slot's time: the call waits until then (epoch ms; see workflows/slot-window.ts). */
+  notBefore?: number;
 }
 
 export function createProviderActivities(provider: ProviderClient) {
   const signal = () => Context.current().cancellationSignal;
   const answered = async <T>(value: Promise<T>): Promise<Answered<T>> => ({ value: await value, answeredAt: Date.now() });
+  /** A slot granted ahead of its time: wait here, where the wait costs no round trip. */
+  const untilSlot = async (notBefore: number | undefined) => {
+    const wait = (notBefore ?? 0) - Date.now();
+    if (wait > 0) await Context.current().sleep(wait);
+  };
 
   /** Finds the delivery an earlier attempt created and lost the answer of, if there is one. */
   const findEarlier = async (reference: string): Promise<DeliveryRecord | undefined> => {
@@ -50,10 +57,14 @@ export function createProviderActivities(provider: ProviderClient) {
     }),
 
     /** One quote call in a limiter slot (one attempt: each retry takes a slot of its own). */
-    quoteInSlot: withProviderFailures(async (request: CreateDeliveryRequest): Promise<Answered<Quote>> => answered(provider.quote(request, { signal: signal() }))),
+    quoteInSlot: withProviderFailures(async (request: CreateDeliveryRequest, notBefore?: number): Promise<Answered<Quote>> => {
+      await untilSlot(notBefore);
+      return answered(provider.quote(request, { signal: signal() }));
+    }),
 
     /** One creation call in a limiter slot; the lookup by reference uses the other calls' budget. */
-    createInSlot: withProviderFailures(async ({ request, idempotencyKey, lookFirst }: CreateInSlotInput): Promise<Answered<DeliveryRecord>> => {
+    createInSlot: withProviderFailures(async ({ request, idempotencyKey, lookFirst, notBefore }: CreateInSlotInput): Promise<Answered<DeliveryRecord>> => {
+      await untilSlot(notBefore);
       const existing = lookFirst ? await findEarlier(request.reference_number) : undefined;
       if (existing) return { value: existing, answeredAt: Date.now() };
       const created = await answered(provider.createDelivery(request, { idempotencyKey, signal: signal() }));

@@ -4,6 +4,8 @@
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { limitsBenchmark } from './limits';
+import { scaleBenchmark } from './scale';
 import { simulatorBenchmark } from './simulator';
 import { webhooksBenchmark } from './webhooks';
 
@@ -18,6 +20,8 @@ export interface BenchmarkResult {
 
 const BENCHMARKS: Record<string, { describe: string; run: () => Promise<Record<string, number | string>> }> = {
   simulator: { describe: 'throughput of the provider simulator (so other benchmarks know it is not their bottleneck)', run: simulatorBenchmark },
+  limits: { describe: 'dispatch at the provider limits: window limiter vs task-queue limit vs a naive client; crash and outage runs (starts its own Temporal dev server)', run: limitsBenchmark },
+  scale: { describe: 'many open deliveries (10,000 × 5 destinations) followed by one worker process: start rate, status latency, worker memory by cache size (starts its own Temporal dev server)', run: scaleBenchmark },
   webhooks: { describe: 'webhook bridge: throughput against raw signals, acknowledgement and propagation latency (starts its own Temporal dev server)', run: webhooksBenchmark },
 };
 

@@ -20,7 +20,8 @@ Usage: delivery <command> [options]
 Commands:
   check-key                           check the provider API key (DELIVERY_API_KEY)
   quote    --order FILE|-             price an order without creating anything
-  create   --reference REF --order FILE|- [--max-price N --currency EUR]
+  create   --reference REF --order FILE|- [--max-price N --currency EUR] [--quote FILE]
+                                      (--quote: the JSON of \`quote --json\` for this order: no second quote)
            [--approval-timeout SECONDS] [--watch]
                                       start a delivery (the same reference never makes a second)
   status   REF                        the delivery's current state
@@ -59,6 +60,7 @@ export async function main(argv: string[], io = { stdout: process.stdout, stderr
         help: { type: 'boolean', short: 'h', default: false },
         order: { type: 'string' },
         patch: { type: 'string' },
+        quote: { type: 'string' },
         reference: { type: 'string' },
         'max-price': { type: 'string' },
         currency: { type: 'string', default: 'EUR' },
@@ -96,7 +98,7 @@ export async function main(argv: string[], io = { stdout: process.stdout, stderr
       if (!rest[0]) throw new UsageError(`${command} needs a delivery reference`);
       return rest[0];
     };
-    const readJson = (flag: 'order' | 'patch'): unknown => {
+    const readJson = (flag: 'order' | 'patch' | 'quote'): unknown => {
       const source = v[flag];
       if (!source) throw new UsageError(`${command} needs --${flag} FILE (or - for stdin)`);
       const text = source === '-' ? readFileSync(0, 'utf8') : readFileSync(source, 'utf8');
@@ -125,7 +127,8 @@ export async function main(argv: string[], io = { stdout: process.stdout, stderr
         if (!v.reference) throw new UsageError('create needs --reference REF');
         const maxPrice = v['max-price'] === undefined ? undefined : { amount: integer(v['max-price'], '--max-price'), currency: v.currency };
         const approvalTimeoutMs = v['approval-timeout'] === undefined ? undefined : integer(v['approval-timeout'], '--approval-timeout') * 1000;
-        const started = await client.startDelivery(readJson('order') as never, { reference: v.reference, maxPrice, approvalTimeoutMs });
+        const quote = v.quote === undefined ? undefined : (readJson('quote') as never);
+        const started = await client.startDelivery(readJson('order') as never, { reference: v.reference, maxPrice, approvalTimeoutMs, quote });
         if (!v.watch) {
           out.print(started, () =>
             started.alreadyStarted

@@ -7,6 +7,8 @@
  *                            per call family; `task-queue`: Temporal's task-queue rate limit only
  *   PROVIDER_LIMIT_MARGIN_MS added to every slot's reuse time for clock skew (default 250)
  *   PROVIDER_CALL_TIMEOUT_MS start-to-close of one provider call, lookups included (default 30000)
+ *   PROVIDER_SLOT_LEAD_MS    a slot that frees within this long is granted ahead, the call waiting
+ *                            in its activity until the slot's time (default 1000)
  *   PROVIDER_QUOTE_MIN_REMAINING_MS  a quote is reused for identical inputs only while it has at
  *                            least this long left (default 60000)
  *
@@ -26,6 +28,7 @@ export interface DispatchSettings {
   /** Start-to-close timeout of one provider call activity. */
   callTimeoutMs: number;
   quoteMinRemainingMs: number;
+  leadMs: number;
 }
 
 export const DEFAULT_DISPATCH: DispatchSettings = {
@@ -34,6 +37,7 @@ export const DEFAULT_DISPATCH: DispatchSettings = {
   marginMs: 250,
   callTimeoutMs: 30_000,
   quoteMinRemainingMs: 60_000,
+  leadMs: 1_000,
 };
 
 const UNITS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 };
@@ -71,6 +75,7 @@ const DispatchEnvSchema = z.object({
   PROVIDER_LIMITER: z.enum(['window', 'task-queue'], { message: 'must be "window" or "task-queue"' }).default(DEFAULT_DISPATCH.limiter),
   PROVIDER_LIMIT_MARGIN_MS: z.coerce.number().int().min(0).max(60_000).default(DEFAULT_DISPATCH.marginMs),
   PROVIDER_CALL_TIMEOUT_MS: z.coerce.number().int().min(1_000).max(600_000).default(DEFAULT_DISPATCH.callTimeoutMs),
+  PROVIDER_SLOT_LEAD_MS: z.coerce.number().int().min(0).max(60_000).default(DEFAULT_DISPATCH.leadMs),
   PROVIDER_QUOTE_MIN_REMAINING_MS: z.coerce.number().int().min(0).max(3_600_000).default(DEFAULT_DISPATCH.quoteMinRemainingMs),
 });
 
@@ -79,5 +84,6 @@ export function dispatchSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): D
   return {
     limiter: e.PROVIDER_LIMITER, limits: e.PROVIDER_RATE_LIMITS, marginMs: e.PROVIDER_LIMIT_MARGIN_MS, callTimeoutMs: e.PROVIDER_CALL_TIMEOUT_MS,
     quoteMinRemainingMs: e.PROVIDER_QUOTE_MIN_REMAINING_MS,
+    leadMs: e.PROVIDER_SLOT_LEAD_MS,
   };
 }

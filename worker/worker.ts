@@ -10,7 +10,7 @@
  * The other calls always use the task-queue limit.
  */
 import type { DataConverter } from '@temporalio/common';
-import { bundleWorkflowCode, Worker, type NativeConnection, type WorkflowBundle } from '@temporalio/worker';
+import { bundleWorkflowCode, Worker, type NativeConnection, type WorkflowBundle, type WorkflowBundleOption } from '@temporalio/worker';
 import type { Client } from '@temporalio/client';
 import { createDispatchActivities } from '../activities/dispatch-activities';
 import type { ProviderActivities } from '../activities/provider-activities';
@@ -28,8 +28,8 @@ export interface DeliveryWorkerOptions {
   client: Client;
   /** Pacing; defaults to the provider's limits with the window limiter. */
   dispatch?: Partial<DispatchSettings>;
-  /** A prebuilt bundle (tests build one per file); otherwise the workflows are bundled here. */
-  workflowBundle?: WorkflowBundle;
+  /** A prebuilt bundle (tests build one per file, WORKER_WORKFLOW_BUNDLE names a file); otherwise the workflows are bundled here. */
+  workflowBundle?: WorkflowBundleOption;
   /** Cap on activities running at once per call-family worker. */
   maxConcurrentActivities?: number;
   /** Workflows kept in memory between tasks (Temporal's default: 10,000). */

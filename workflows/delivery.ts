@@ -84,7 +84,7 @@ function providerActivities() {
     },
     /** One attempt in a limiter slot: the slot loop (workflows/dispatch.ts) makes the next. */
     inSlot(family: CallFamily, dispatch: DispatchSettings, summary: string): ActivityOptions {
-      return { taskQueue: queues[family], summary, startToCloseTimeout: dispatch.callTimeoutMs, retry: { maximumAttempts: 1 } };
+      return { taskQueue: queues[family], summary, startToCloseTimeout: dispatch.callTimeoutMs + (dispatch.leadMs ?? 0), retry: { maximumAttempts: 1 } };
     },
   };
 }
@@ -95,8 +95,8 @@ export async function quoteOnly(order: CreateDeliveryRequest): Promise<Quote | C
   const dispatch = patched('window-limiter') ? await dispatchSettings() : undefined;
   if (dispatch?.limiter !== 'window') return act.quotes.quoteDelivery.executeWithOptions(act.labelled('quotes', `quote ${order.destinations.length} stop(s)`), [order]);
   const fingerprint = quoteFingerprint(order);
-  const got = await new ProviderSlots().run({ family: 'quotes', food: order.is_food, fingerprint }, () =>
-    act.quotes.quoteInSlot.executeWithOptions(act.inSlot('quotes', dispatch, `quote ${order.destinations.length} stop(s)`), [order]),
+  const got = await new ProviderSlots().run({ family: 'quotes', food: order.is_food, fingerprint }, (_attempt, _unclear, notBefore) =>
+    act.quotes.quoteInSlot.executeWithOptions(act.inSlot('quotes', dispatch, `quote ${order.destinations.length} stop(s)`), [order, notBefore]),
   );
   return { ...('reused' in got ? got.reused : got.value), fingerprint };
 }
@@ -231,8 +231,8 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
       }
       tracker.note(now(), input.quote.fingerprint === fingerprint ? 'the quote the order carries is about to expire: asking for a new one' : 'the quote the order carries is for other inputs: asking for a new one');
     }
-    const got = await slots.run({ family: 'quotes', food: request.is_food, fingerprint, onRetry: onRetry('quote') }, () =>
-      act.quotes.quoteInSlot.executeWithOptions(act.inSlot('quotes', dispatch, summary), [request]),
+    const got = await slots.run({ family: 'quotes', food: request.is_food, fingerprint, onRetry: onRetry('quote') }, (_attempt, _unclear, notBefore) =>
+      act.quotes.quoteInSlot.executeWithOptions(act.inSlot('quotes', dispatch, summary), [request, notBefore]),
     );
     if ('value' in got) return got.value;
     tracker.note(now(), 'reusing the valid quote of an identical order: no quote asked for');
@@ -246,8 +246,8 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
       return CancellationScope.nonCancellable(() => act.creations.createDelivery.executeWithOptions(act.labelled('creations', summary), [{ request, idempotencyKey }]));
     }
     try {
-      const got = await slots.run({ family: 'creations', food: request.is_food, commitOnCall: true, onRetry: onRetry('creation') }, (_attempt, lookFirst) =>
-        act.creations.createInSlot.executeWithOptions(act.inSlot('creations', dispatch, summary), [{ request, idempotencyKey, lookFirst }]),
+      const got = await slots.run({ family: 'creations', food: request.is_food, commitOnCall: true, onRetry: onRetry('creation') }, (_attempt, lookFirst, notBefore) =>
+        act.creations.createInSlot.executeWithOptions(act.inSlot('creations', dispatch, summary), [{ request, idempotencyKey, lookFirst, notBefore }]),
       );
       return (got as { value: DeliveryRecord }).value;
     } catch (err) {

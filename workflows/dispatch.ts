@@ -57,14 +57,17 @@ export class ProviderSlots {
   private seq = 0;
 
   constructor() {
-    setHandler(slotAnsweredSignal, (a) => void this.answers.set(a.requestId, a));
+    // Keyed by the request's number alone: the answer reached this workflow by its ID already,
+    // and a replay (under another ID) must match it the same way.
+    setHandler(slotAnsweredSignal, (a) => void this.answers.set(requestNumber(a.requestId), a));
   }
 
   /**
-   * Runs `call` in slots until it succeeds or fails for good. `call` gets the attempt number and
-   * whether an earlier attempt may have reached the provider.
+   * Runs `call` in slots until it succeeds or fails for good. `call` gets the attempt number,
+   * whether an earlier attempt may have reached the provider, and the slot's time (the activity
+   * waits for it: slots are granted up to the lead time ahead).
    */
-  async run<T>(c: SlotCall, call: (attempt: number, unclear: boolean) => Promise<{ value: T; answeredAt: number }>): Promise<SlotResult<T>> {
+  async run<T>(c: SlotCall, call: (attempt: number, unclear: boolean, notBefore: number) => Promise<{ value: T; answeredAt: number }>): Promise<SlotResult<T>> {
     const requestedAt = Date.now();
     let unclear = false;
     let unclearFailures = 0;
@@ -76,7 +79,7 @@ export class ProviderSlots {
       committed ||= c.commitOnCall === true;
       let result: { value: T; answeredAt: number };
       try {
-        result = await guarded(() => call(attempt, unclear));
+        result = await guarded(() => call(attempt, unclear, answer.notBefore));
       } catch (err) {
         const outcome = outcomeOf(err);
         await this.release(answer.requestId, { answeredAt: Date.now(), ...outcome });
@@ -94,17 +97,18 @@ export class ProviderSlots {
   }
 
   private async acquire(c: SlotCall, requestedAt: number): Promise<SlotAnswer> {
-    const requestId = `${workflowInfo().workflowId}#${++this.seq}`;
+    const number = String(++this.seq);
+    const requestId = `${workflowInfo().workflowId}#${number}`;
     await local.requestProviderSlot({ family: c.family, taskQueue: workflowInfo().taskQueue, requestId, food: c.food, fingerprint: c.fingerprint, requestedAt });
     try {
-      await condition(() => this.answers.has(requestId));
+      await condition(() => this.answers.has(number));
     } catch (err) {
       // Cancelled while waiting: give the place (or a slot granted meanwhile) back.
       if (isCancellation(err)) await CancellationScope.nonCancellable(() => this.signal(c.family, slotWithdrawnSignal, requestId));
       throw err;
     }
-    const answer = this.answers.get(requestId)!;
-    this.answers.delete(requestId);
+    const answer = this.answers.get(number)!;
+    this.answers.delete(number);
     this.family.set(requestId, c.family);
     return answer;
   }
@@ -127,6 +131,10 @@ export class ProviderSlots {
       // the lease of this slot there has ended with it.
     }
   }
+}
+
+function requestNumber(requestId: string): string {
+  return requestId.slice(requestId.lastIndexOf('#') + 1);
 }
 
 /** How a failed attempt counts for pacing, and whether another attempt may help. */

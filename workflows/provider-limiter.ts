@@ -48,28 +48,29 @@ export async function providerLimiter(input: LimiterInput): Promise<never> {
     counts: window.s.counts,
   }));
 
-  const deliver = async (answer: SlotAnswer, requester: string) => {
-    try {
-      await getExternalWorkflowHandle(requester).signal(slotAnsweredSignal, answer);
-    } catch {
+  /** Answers on their way: not awaited one by one (that would cost a workflow task per batch). */
+  const sending = new Set<Promise<void>>();
+  const deliver = (answer: SlotAnswer) => {
+    const p = getExternalWorkflowHandle(requesterFromId(answer.requestId))
+      .signal(slotAnsweredSignal, answer)
       // The requester is gone (terminated or ended): nobody will use this slot.
-      send(window.undeliverable(answer.requestId, now()));
-    }
+      .catch(() => send(window.undeliverable(answer.requestId, now())))
+      .finally(() => sending.delete(p));
+    sending.add(p);
   };
 
   for (;;) {
     changed = false;
-        for (const g of window.grant(now())) outbox.push({ requestId: g.requestId, slot: true });
-    const sending = outbox.splice(0).map((a) => deliver(a, requesterFromId(a.requestId)));
-    if (sending.length) {
-      await Promise.all(sending);
-      continue; // undeliverable answers may have freed a slot
-    }
+    for (const g of window.grant(now())) outbox.push({ requestId: g.requestId, slot: true, notBefore: g.notBefore });
+    outbox.splice(0).forEach(deliver);
     setCurrentDetails(
       `**${input.family}**: ${window.s.config.limit} per ${window.s.config.windowMs / 1000} s · ${window.s.held.length} held · ` +
         `${window.s.waiting.length + window.s.followers.length} waiting · ${window.s.counts.granted} granted · ${window.s.counts.reused} quotes reused`,
     );
     if (workflowInfo().continueAsNewSuggested || workflowInfo().historyLength >= LIMITER_HISTORY_LIMIT) {
+      // Every answer must have gone out before this run ends; ones that failed change the state.
+      while (sending.size > 0) await Promise.all([...sending]);
+      if (outbox.length > 0 || changed) continue;
       return continueAsNew<typeof providerLimiter>({ family: input.family, config: window.s.config, resume: window.s });
     }
     const next = window.nextChangeAt(now());

@@ -24,6 +24,8 @@ export interface SlotRequest {
 
 export interface Grant extends SlotRequest {
   grantedAt: number;
+  /** The call must not reach the provider before this (the slot's reuse time). */
+  notBefore: number;
   /** A holder that never reports back (its workflow was terminated) loses the slot then. */
   leaseUntil: number;
 }
@@ -34,6 +36,12 @@ export interface LimiterConfig extends RateLimit {
   leaseMs: number;
   /** A cached quote is handed out only while it has at least this much of its life left. */
   quoteMinRemainingMs: number;
+  /**
+   * A slot that frees within this long is granted now, to be used from `notBefore`: the grant's
+   * way to the worker (timer, signal, workflow task, activity task) is then travelled before the
+   * slot frees instead of after, and the call waits the rest in the activity.
+   */
+  leadMs: number;
 }
 
 /**
@@ -56,7 +64,7 @@ export interface SlotRelease {
 }
 
 /** What a waiting request receives: a slot to use, or a still-valid quote for identical inputs. */
-export type SlotAnswer = { requestId: string; slot: true } | { requestId: string; slot: false; quote: Quote };
+export type SlotAnswer = { requestId: string; slot: true; notBefore: number } | { requestId: string; slot: false; quote: Quote };
 
 export interface SlotWindowSnapshot {
   config: LimiterConfig;
@@ -140,16 +148,23 @@ export class SlotWindow {
     return this.release({ requestId, answeredAt: now, outcome: 'unclear' }, now);
   }
 
-  /** Hands out every free slot: food first, then in order of arrival. */
+  /** Hands out every slot free now or within the lead time: food first, then in order of arrival. */
   grant(now: number): Grant[] {
     this.expire(now);
     const out: Grant[] = [];
     if (now < this.s.pause.until) return out;
-    while (this.s.waiting.length > 0 && this.free(now) > 0) {
+    const horizon = now + this.lead();
+    while (this.s.waiting.length > 0) {
       if (this.s.pause.probing && this.s.held.length > 0) break; // one probe at a time
+      const neverUsed = this.s.config.limit - this.s.held.length - this.s.busyUntil.length;
+      let notBefore = now;
+      if (neverUsed <= 0) {
+        if (this.s.busyUntil.length === 0 || this.s.busyUntil[0]! > horizon) break;
+        notBefore = this.s.busyUntil.shift()!;
+      }
       const food = this.s.waiting.findIndex((r) => r.food);
       const [req] = this.s.waiting.splice(food >= 0 ? food : 0, 1) as [SlotRequest];
-      const g: Grant = { ...req, grantedAt: now, leaseUntil: now + this.s.config.leaseMs };
+      const g: Grant = { ...req, grantedAt: now, notBefore, leaseUntil: notBefore + this.s.config.leaseMs };
       this.s.held.push(g);
       this.s.counts.granted++;
       out.push(g);
@@ -170,11 +185,22 @@ export class SlotWindow {
     return this.s.config.limit - this.s.held.length - this.s.busyUntil.length;
   }
 
-  /** When something changes by time alone: a used slot frees, or a lease ends. */
+  /** When something changes by time alone: a used slot comes within the lead time, a pause or a lease ends. */
   nextChangeAt(now: number): number | undefined {
-    const times = [...this.s.busyUntil.slice(0, 1), ...this.s.held.map((g) => g.leaseUntil)];
-    if (this.s.pause.until > now && this.s.waiting.length > 0) times.push(this.s.pause.until);
+    const times = this.s.held.map((g) => g.leaseUntil);
+    if (this.s.waiting.length > 0) {
+      if (this.s.pause.until > now) times.push(this.s.pause.until);
+      else {
+        const next = this.s.busyUntil.find((t) => t - this.lead() > now);
+        if (next !== undefined) times.push(next - this.lead());
+      }
+    }
     return times.length ? Math.min(...times) : undefined;
+  }
+
+  /** No lead while probing an outage: the probe's answer decides whether more calls go out. */
+  private lead(): number {
+    return this.s.pause.probing ? 0 : (this.s.config.leadMs ?? 0);
   }
 
   get idle(): boolean {

@@ -16,6 +16,7 @@ import {
   type StatusChange,
 } from '../../workflows/messages';
 import { deliveryWorkflowId } from '../../workflows/task-queues';
+import { limiterWorkflowId } from '../../workflows/limiter-messages';
 import { deliveryRequest } from '../fixtures/orders';
 import { FakeProvider, Gate } from '../fixtures/fake-provider-activities';
 import { recordHistories } from '../helpers/histories';
@@ -43,6 +44,12 @@ beforeAll(async () => {
   workers = await startWorkers(forwarding, { prefix: 'wf' });
 });
 afterAll(async () => {
+  // The limiter workflows these deliveries used are recorded too (partial histories: they run on).
+  if (process.env.RECORD_HISTORIES) {
+    for (const family of ['quotes', 'creations'] as const) {
+      await recordHistories(process.env.RECORD_HISTORIES, `provider limiter ${family}`, [client.workflow.getHandle(limiterWorkflowId(workers.taskQueue, family))]);
+    }
+  }
   await workers.stop();
   await connection.close();
 });

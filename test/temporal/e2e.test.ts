@@ -180,6 +180,24 @@ describe('the delivery CLI', () => {
     dir = mkdtempSync(join(tmpdir(), 'delivery-cli-'));
   });
 
+  it('creates a delivery with the quote that `quote --json` printed, asking for no second quote', async () => {
+    const reference = newReference();
+    const orderFile = join(dir, 'quoted-order.json');
+    const quoteFile = join(dir, 'quote.json');
+    const mine = order(3);
+    mine.pickup_location = { ...mine.pickup_location, comment: `cli quote ${reference}` };
+    writeFileSync(orderFile, JSON.stringify(mine));
+    const quoted = await cli(['quote', '--order', orderFile, '--json']);
+    expect(quoted.code).toBe(0);
+    writeFileSync(quoteFile, quoted.stdout);
+    const quotesBefore = stack.sim.requestLog().filter((e) => e.path === '/v1/quotes').length;
+
+    expect((await cli(['create', '--reference', reference, '--order', orderFile, '--quote', quoteFile])).code).toBe(0);
+    const s = await following(reference);
+    expect(s.quote?.price).toEqual(JSON.parse(quoted.stdout).price);
+    expect(stack.sim.requestLog().filter((e) => e.path === '/v1/quotes')).toHaveLength(quotesBefore);
+  });
+
   it('creates, shows and watches a delivery to its end', async () => {
     const reference = newReference();
     const orderFile = join(dir, 'order.json');

@@ -6,7 +6,7 @@
 import { RollingWindowLimiter } from '../../simulator/rate-limiter';
 import { OUTAGE_AFTER, SlotWindow, type LimiterConfig, type SlotRequest } from '../../workflows/slot-window';
 
-const config: LimiterConfig = { limit: 3, windowMs: 1_000, marginMs: 10, leaseMs: 5_000, quoteMinRemainingMs: 100 };
+const config: LimiterConfig = { limit: 3, windowMs: 1_000, marginMs: 10, leaseMs: 5_000, quoteMinRemainingMs: 100, leadMs: 0 };
 const req = (n: number, extra: Partial<SlotRequest> = {}): SlotRequest => ({ requestId: `wf-${n}#1`, food: false, requestedAt: n, ...extra });
 const quote = (expiresAt: number) => ({ price: { amount: 990, currency: 'EUR' }, expires_at: new Date(expiresAt).toISOString() });
 
@@ -23,12 +23,24 @@ describe('SlotWindow', () => {
     expect(w.grant(1_050).map((g) => g.requestId)).toEqual(['wf-3#1']);
   });
 
-  it('never lets a strict rolling-window provider refuse a call, and uses at least 97% of the budget over a busy period', () => {
-    // Simulated: 300 requests at once; each call reaches the provider `latency` after its grant and
-    // answers `latency` later; the provider is the simulator's own limiter.
+  it('grants a slot that frees within the lead time ahead, to be used from its time', () => {
+    const w = SlotWindow.empty({ ...config, limit: 1, leadMs: 300 });
+    w.request(req(1), 0);
+    w.request(req(2), 0);
+    expect(w.grant(0).map((g) => [g.requestId, g.notBefore])).toEqual([['wf-1#1', 0]]);
+    w.release({ requestId: 'wf-1#1', answeredAt: 100, outcome: 'answered' }, 100); // busy until 1110
+    expect(w.nextChangeAt(100)).toBe(1_110 - 300);
+    expect(w.grant(809)).toEqual([]);
+    expect(w.grant(810).map((g) => [g.requestId, g.notBefore])).toEqual([['wf-2#1', 1_110]]);
+  });
+
+  it.each([0, 2_000])('never lets a strict rolling-window provider refuse a call, and uses at least 99%% of the budget (lead %d ms)', (leadMs) => {
+    // Simulated: 300 requests at once; each call reaches the provider `latency` after its grant (or
+    // after its slot's time, granted ahead) and answers `latency` later; the provider is the
+    // simulator's own limiter.
     let t = 0;
     const provider = new RollingWindowLimiter({ creations: { limit: 20, windowMs: 60_000 }, quotes: { limit: 1, windowMs: 1 }, other: { limit: 1, windowMs: 1 } }, () => t);
-    const w = SlotWindow.empty({ ...config, limit: 20, windowMs: 60_000, marginMs: 50 });
+    const w = SlotWindow.empty({ ...config, limit: 20, windowMs: 60_000, marginMs: 50, leadMs });
     for (let i = 0; i < 300; i++) w.request(req(i), 0);
     const latency = 35;
     const inFlight: { id: string; arrives: number; answers: number }[] = [];
@@ -36,7 +48,7 @@ describe('SlotWindow', () => {
     let done = 0;
     let lastArrival = 0;
     while (done < 300) {
-      for (const g of w.grant(t)) inFlight.push({ id: g.requestId, arrives: t + latency, answers: t + 2 * latency });
+      for (const g of w.grant(t)) inFlight.push({ id: g.requestId, arrives: Math.max(t, g.notBefore) + latency, answers: Math.max(t, g.notBefore) + 2 * latency });
       const next = Math.min(...inFlight.map((c) => c.answers), w.nextChangeAt(t) ?? Infinity);
       t = next;
       for (const c of inFlight.filter((x) => x.answers <= t)) {

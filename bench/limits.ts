@@ -1,0 +1,479 @@
+/**
+ * `npm run bench -- limits`: dispatch at the provider's limits, everything real on 127.0.0.1:
+ * its own Temporal dev server, the simulator with its time scale shrinking the windows (strict
+ * rolling windows, per key), delivery workers as two real processes.
+ *
+ * Phases (LIMITS_BENCH_PHASES=window,task-queue,naive,crash,outage; all by default), each with
+ * its own simulator, key and task queue:
+ *  - window:     a backlog of ORDERS started at once, through the window limiter (the default);
+ *  - task-queue: the same backlog through Temporal's task-queue rate limit alone, set on the
+ *                server with `temporal task-queue config set --queue-rps-limit`;
+ *  - naive:      the same orders sent straight to the API client, retry-on-429 with exponential
+ *                backoff, no Temporal;
+ *  - crash:      CRASH_ORDERS orders while worker processes are SIGKILLed (at random moments,
+ *                right after the provider created a delivery but before it answered, and right
+ *                after it answered), the provider ignoring Idempotency-Key; then every delivery
+ *                runs to its end and is compared with the provider's record;
+ *  - outage:     OUTAGE_ORDERS orders with two (provider) minutes of 503s in the middle.
+ */
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { Client, Connection } from '@temporalio/client';
+import { DeliveryClient } from '../client/delivery-client';
+import { ProviderClient } from '../provider/client';
+import { RateLimitedError, ProviderUnavailableError } from '../provider/errors';
+import { PROVIDER_RATE_LIMITS, type CallFamily, type RateLimit } from '../provider/limits';
+import { ensureTemporalCli } from '../scripts/temporal-cli';
+import { startDevServer, type DevServer } from '../scripts/temporal-dev-server';
+import { keyFingerprint } from '../simulator/auth';
+import { createSimulator, type Simulator, type SimulatorOptions } from '../simulator/server';
+import { deliveryRequest, destination } from '../test/fixtures/orders';
+import { taskQueueRatePerSecond } from '../worker/rate-limits';
+import type { DeliveryOrder, DeliveryState } from '../workflows/messages';
+import { quoteFingerprint } from '../workflows/quote-fingerprint';
+import { deliveryWorkflowId, providerTaskQueues } from '../workflows/task-queues';
+import { backlogCounter, leastDrainMs, median, round, windowUse } from './limits-figures';
+import { prebuiltBundle, WorkerProcess } from './worker-processes';
+
+const num = (name: string, fallback: number) => (process.env[name] ? Number(process.env[name]) : fallback);
+const SCALE = num('LIMITS_BENCH_SCALE', 10);
+const ORDERS = num('LIMITS_BENCH_ORDERS', 300);
+const CRASH_ORDERS = num('LIMITS_BENCH_CRASH_ORDERS', 200);
+const MIN_KILLS = num('LIMITS_BENCH_KILLS', 50);
+const OUTAGE_ORDERS = num('LIMITS_BENCH_OUTAGE_ORDERS', 100);
+const OUTAGE_PROVIDER_MS = 2 * 60_000;
+const FOOD_EVERY = 4; // a quarter of the orders carry food
+const TWIN_EVERY = 10; // every tenth order repeats the previous one's inputs (a re-submitted order)
+const TIME_LIMIT_MS = num('LIMITS_BENCH_TIME_LIMIT_MIN', 40) * 60_000;
+const PHASES = (process.env.LIMITS_BENCH_PHASES ?? 'window,task-queue,naive,crash,outage').split(',');
+
+/** The provider's limits in real time at this scale: what the simulator enforces and the workers are told. */
+const LIMITS: Record<CallFamily, RateLimit> = Object.fromEntries(
+  Object.entries(PROVIDER_RATE_LIMITS).map(([f, l]) => [f, { limit: l.limit, windowMs: l.windowMs / SCALE }]),
+) as Record<CallFamily, RateLimit>;
+
+const progress = (line: string) => process.stderr.write(`[limits ${new Date().toISOString().slice(11, 19)}] ${line}\n`);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const run = promisify(execFile);
+
+interface Order {
+  reference: string;
+  order: DeliveryOrder;
+  fingerprint: string;
+}
+
+/** ORDERS orders: a quarter food, every tenth identical to the one before (same inputs, new reference). */
+function makeOrders(prefix: string, count: number): Order[] {
+  const out: Order[] = [];
+  for (let i = 0; i < count; i++) {
+    const n = i % TWIN_EVERY === TWIN_EVERY - 1 ? i - 1 : i;
+    const { reference_number: _r, ...order } = deliveryRequest({
+      is_food: n % FOOD_EVERY === 0,
+      desired_pickup_time: new Date(Date.now() + 3_600_000).toISOString().replace(/\.\d+Z$/, 'Z'),
+      destinations: [destination(0, { location: { last_name: 'Bench', company: '', phone: '+4915112345600', address: `Benchweg ${n + 1}, 10115 Berlin` } })],
+    });
+    // Twins share the earlier order's exact inputs.
+    const same = n !== i ? out[n]!.order : order;
+    out.push({ reference: `${prefix}-${i}`, order: same, fingerprint: quoteFingerprint(same) });
+  }
+  return out;
+}
+
+interface Context {
+  server: DevServer;
+  temporal: Client;
+  cli: string;
+  bundle: string;
+}
+
+async function newSimulator(options: SimulatorOptions): Promise<{ sim: Simulator; url: string }> {
+  const sim = createSimulator({ timeScale: SCALE, onError: (m) => progress(`simulator: ${m}`), ...options });
+  const { url } = await sim.listen(0, '127.0.0.1');
+  return { sim, url };
+}
+
+function workerEnv(ctx: Context, o: { taskQueue: string; url: string; key: string; limiter: 'window' | 'task-queue'; callTimeoutMs?: number }): Record<string, string> {
+  const ms = (l: RateLimit) => `${l.limit}/${l.windowMs}ms`;
+  return {
+    TEMPORAL_ADDRESS: ctx.server.address,
+    TEMPORAL_NAMESPACE: ctx.server.namespace,
+    DELIVERY_TASK_QUEUE: o.taskQueue,
+    DELIVERY_API_URL: o.url,
+    DELIVERY_API_KEY: o.key,
+    DELIVERY_API_TIMEOUT_MS: String(Math.min(10_000, (o.callTimeoutMs ?? 10_000) - 500)),
+    PROVIDER_RATE_LIMITS: `creations=${ms(LIMITS.creations)},quotes=${ms(LIMITS.quotes)},other=${ms(LIMITS.other)}`,
+    PROVIDER_LIMITER: o.limiter,
+    // Both are provider-time quantities: skew tolerance and the least life a shared quote must have left.
+    PROVIDER_LIMIT_MARGIN_MS: String(Math.round(250 / SCALE)),
+    PROVIDER_QUOTE_MIN_REMAINING_MS: String(Math.round(60_000 / SCALE)),
+    PROVIDER_CALL_TIMEOUT_MS: String(o.callTimeoutMs ?? 10_000),
+    WORKER_WORKFLOW_BUNDLE: ctx.bundle,
+  };
+}
+
+async function startWorkers(ctx: Context, env: Record<string, string>, count = 2): Promise<WorkerProcess[]> {
+  const workers = Array.from({ length: count }, (_, i) => new WorkerProcess(`worker-${i + 1}`, env));
+  await Promise.all(workers.map((w) => w.start()));
+  return workers;
+}
+
+async function startAll(client: DeliveryClient, orders: Order[], quietMs: number): Promise<Map<string, number>> {
+  const startedAt = new Map<string, number>();
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: 32 }, async () => {
+      while (next < orders.length) {
+        const o = orders[next++]!;
+        startedAt.set(o.reference, Date.now());
+        await client.startDelivery(o.order, { reference: o.reference, followUp: { quietMs, jitter: 0.2 } });
+      }
+    }),
+  );
+  return startedAt;
+}
+
+/** Waits until the simulator holds a delivery for each reference (or the deadline passes). */
+async function waitCreated(sim: Simulator, references: string[], deadlineMs: number, label: string): Promise<Map<string, number>> {
+  const wanted = new Set(references);
+  let last = -1;
+  for (;;) {
+    const created = new Map<string, number>();
+    for (const d of sim.deliveries()) if (wanted.has(d.delivery.reference_number ?? '') && !created.has(d.delivery.reference_number!)) created.set(d.delivery.reference_number!, Date.parse(d.delivery.created_at));
+    if (created.size !== last) {
+      last = created.size;
+      progress(`${label}: ${created.size}/${references.length} created`);
+    }
+    if (created.size === references.length || Date.now() > deadlineMs) return created;
+    await sleep(500);
+  }
+}
+
+interface CallLog {
+  quotes: number[];
+  quotesRefused: number;
+  creations: number[];
+  creationsRefused: number;
+  all: { at: number; path: string; status: number }[];
+}
+
+function callLog(sim: Simulator, key: string): CallLog {
+  const fp = keyFingerprint(key);
+  const mine = sim.requestLog().filter((e) => e.key_fingerprint === fp || e.key_fingerprint === null);
+  const at = (e: { time: string }) => Date.parse(e.time);
+  const posts = (path: string) => mine.filter((e) => e.method === 'POST' && e.path === path);
+  return {
+    quotes: posts('/v1/quotes').filter((e) => e.status === 200).map(at),
+    quotesRefused: posts('/v1/quotes').filter((e) => e.status === 429).length,
+    creations: posts('/v1/deliveries').filter((e) => e.status === 201 || e.status === 200).map(at),
+    creationsRefused: posts('/v1/deliveries').filter((e) => e.status === 429).length,
+    all: mine.map((e) => ({ at: at(e), path: e.path, status: e.status })),
+  };
+}
+
+/** When each order got its price: the workflow timeline's quote note (its own quote, a shared one or a carried one). */
+async function quotedTimes(temporal: Client, orders: Order[]): Promise<Map<string, number>> {
+  const out = new Map<string, number>();
+  for (const o of orders) {
+    const state = (await temporal.workflow.getHandle(deliveryWorkflowId(o.reference)).query('status')) as DeliveryState;
+    const note = state.timeline.find((e) => e.note?.startsWith('quoted '));
+    if (note) out.set(o.reference, Date.parse(note.at));
+  }
+  return out;
+}
+
+interface BacklogFigures {
+  creationUse: number;
+  quoteUse: number;
+  refused429: number;
+  drainRatio: number;
+  drainS: number;
+  quotesPerDelivery: number;
+  foodWaitRatio: number;
+  created: number;
+}
+
+/** The figures the issue asks for, from the simulator's log and the orders' own times. */
+function backlogFigures(orders: Order[], startedAt: Map<string, number>, quotedAt: Map<string, number>, createdAt: Map<string, number>, log: CallLog): BacklogFigures {
+  const t0 = Math.min(...startedAt.values());
+  const creationSpans = orders.filter((o) => createdAt.has(o.reference)).map((o) => ({ from: quotedAt.get(o.reference) ?? startedAt.get(o.reference)!, to: createdAt.get(o.reference)! }));
+  // An order needs a quote call unless an identical one asked first: count distinct fingerprints waiting.
+  const firstOfKind = new Map<string, Order>();
+  for (const o of orders) if (!firstOfKind.has(o.fingerprint)) firstOfKind.set(o.fingerprint, o);
+  const quoteSpans = [...firstOfKind.values()].map((o) => ({ from: startedAt.get(o.reference)!, to: quotedAt.get(o.reference) ?? Infinity }));
+  const creationUse = windowUse(log.creations, backlogCounter(creationSpans), LIMITS.creations);
+  const quoteUse = windowUse(log.quotes, backlogCounter(quoteSpans), LIMITS.quotes);
+  const lastCreation = Math.max(...createdAt.values());
+  const least = leastDrainMs(orders, LIMITS.quotes, LIMITS.creations);
+  const wait = (food: boolean) => median(orders.filter((o) => o.order.is_food === food && createdAt.has(o.reference)).map((o) => createdAt.get(o.reference)! - startedAt.get(o.reference)!));
+  return {
+    creationUse: round(creationUse.ratio),
+    quoteUse: round(quoteUse.ratio),
+    refused429: log.creationsRefused + log.quotesRefused,
+    drainS: round((lastCreation - t0) / 1000, 1),
+    drainRatio: round((lastCreation - t0) / least),
+    quotesPerDelivery: round(log.quotes.length / Math.max(1, log.creations.length)),
+    foodWaitRatio: round(wait(true) / wait(false)),
+    created: createdAt.size,
+  };
+}
+
+async function terminateAll(temporal: Client, references: string[]): Promise<void> {
+  await Promise.all(references.map((r) => temporal.workflow.getHandle(deliveryWorkflowId(r)).terminate('benchmark over').catch(() => undefined)));
+}
+
+/** The backlog through our workers, with the window limiter or the engine's task-queue limit. */
+async function backlogPhase(ctx: Context, limiter: 'window' | 'task-queue'): Promise<BacklogFigures> {
+  const key = `bench-${limiter}`;
+  const taskQueue = `limits-${limiter}`;
+  const { sim, url } = await newSimulator({ apiKeys: [key] });
+  if (limiter === 'task-queue') await setServerQueueLimits(ctx, taskQueue);
+  const workers = await startWorkers(ctx, workerEnv(ctx, { taskQueue, url, key, limiter }));
+  const client = new DeliveryClient({ temporal: ctx.temporal, taskQueue });
+  const orders = makeOrders(`${limiter}-${Date.now().toString(36)}`, ORDERS);
+  const least = leastDrainMs(orders, LIMITS.quotes, LIMITS.creations);
+  progress(`${limiter}: ${orders.length} orders (${orders.filter((o) => o.order.is_food).length} food, ${new Set(orders.map((o) => o.fingerprint)).size} distinct), least drain ${(least / 1000).toFixed(1)} s`);
+  try {
+    const startedAt = await startAll(client, orders, 24 * 3_600_000);
+    const createdAt = await waitCreated(sim, orders.map((o) => o.reference), Date.now() + 3 * least + 60_000, limiter);
+    const quotedAt = await quotedTimes(ctx.temporal, orders);
+    const figures = backlogFigures(orders, startedAt, quotedAt, createdAt, callLog(sim, key));
+    progress(`${limiter}: ${JSON.stringify(figures)}`);
+    return figures;
+  } finally {
+    await Promise.all(workers.map((w) => w.stop()));
+    await terminateAll(ctx.temporal, orders.map((o) => o.reference));
+    await sim.close();
+  }
+}
+
+/** The engine's own limit, on the server: one value for all workers, which no worker option overrides. */
+async function setServerQueueLimits(ctx: Context, taskQueue: string): Promise<void> {
+  const queues = providerTaskQueues(taskQueue);
+  for (const family of ['creations', 'quotes', 'other'] as const) {
+    const rps = taskQueueRatePerSecond(LIMITS[family]);
+    await run(ctx.cli, [
+      'task-queue', 'config', 'set', '--address', ctx.server.address, '--namespace', ctx.server.namespace,
+      '--task-queue', queues[family], '--task-queue-type', 'activity', '--queue-rps-limit', String(rps), '--queue-rps-limit-reason', 'provider limit (bench)',
+    ]);
+    progress(`task-queue: ${queues[family]} limited to ${rps.toFixed(4)}/s on the server`);
+  }
+}
+
+/** The same orders straight to the API, no Temporal: retry on 429 with exponential backoff (no jitter, Retry-After ignored). */
+async function naivePhase(): Promise<BacklogFigures> {
+  const key = 'bench-naive';
+  const { sim, url } = await newSimulator({ apiKeys: [key] });
+  const api = new ProviderClient({ baseUrl: url, apiKey: key, connections: 64 });
+  const orders = makeOrders(`naive-${Date.now().toString(36)}`, ORDERS);
+  const least = leastDrainMs(orders, LIMITS.quotes, LIMITS.creations);
+  const deadline = Date.now() + 3 * least + 60_000;
+  const base = 1_000 / SCALE;
+  const cap = 60_000 / SCALE;
+  const withRetry = async <T>(call: () => Promise<T>): Promise<T | undefined> => {
+    for (let attempt = 0; Date.now() < deadline; attempt++) {
+      try {
+        return await call();
+      } catch (err) {
+        if (!(err instanceof RateLimitedError || err instanceof ProviderUnavailableError)) throw err;
+        await sleep(Math.min(cap, base * 2 ** attempt));
+      }
+    }
+    return undefined;
+  };
+  const startedAt = new Map<string, number>();
+  const quotedAt = new Map<string, number>();
+  progress(`naive: ${orders.length} orders at once`);
+  try {
+    await Promise.all(
+      orders.map(async (o) => {
+        startedAt.set(o.reference, Date.now());
+        const body = { ...o.order, reference_number: o.reference };
+        if (!(await withRetry(() => api.quote(body)))) return;
+        quotedAt.set(o.reference, Date.now());
+        await withRetry(() => api.createDelivery(body, { idempotencyKey: `naive:${o.reference}` }));
+      }),
+    );
+    const createdAt = await waitCreated(sim, orders.map((o) => o.reference), Date.now(), 'naive');
+    const figures = backlogFigures(orders, startedAt, quotedAt, createdAt, callLog(sim, key));
+    progress(`naive: ${JSON.stringify(figures)}`);
+    return figures;
+  } finally {
+    await api.close();
+    await sim.close();
+  }
+}
+
+/**
+ * SIGKILLs worker processes while orders are being created: a third of the kills at random
+ * moments, a third as soon as the provider has created a delivery (its answer is held back by
+ * the injected latency), a third as soon as an answer went out (before the activity completes).
+ */
+async function crashPhase(ctx: Context): Promise<Record<string, number | string>> {
+  const key = 'bench-crash';
+  const taskQueue = 'limits-crash';
+  const latencyMs = 150;
+  // Each step of a delivery takes 20 provider seconds; the provider ignores Idempotency-Key.
+  const { sim, url } = await newSimulator({ apiKeys: [key], autoAdvanceMs: 20_000, faults: { ignore_idempotency_keys: true, latency_ms: latencyMs } });
+  const workers = await startWorkers(ctx, workerEnv(ctx, { taskQueue, url, key, limiter: 'window', callTimeoutMs: 3_000 }));
+  const client = new DeliveryClient({ temporal: ctx.temporal, taskQueue });
+  const orders = makeOrders(`crash-${Date.now().toString(36)}`, CRASH_ORDERS).map((o, i) => ({ ...o, order: { ...o.order, pickup_location: { ...o.order.pickup_location, comment: `crash ${i}` } } }));
+  const references = orders.map((o) => o.reference);
+  const kills = { random: 0, created_unanswered: 0, answered: 0 };
+  let creationDone = false;
+  const killer = (async () => {
+    const kinds = ['random', 'created_unanswered', 'answered'] as const;
+    let seenDeliveries = 0;
+    let seenLog = sim.requestLog().length;
+    for (let n = 0; !creationDone || kills.random + kills.created_unanswered + kills.answered < MIN_KILLS; n++) {
+      // Once every order is created, only random moments are left to choose from.
+      const kind = creationDone ? 'random' : kinds[n % 3]!;
+      const until = Date.now() + 20_000;
+      if (kind === 'random') await sleep(300 + Math.random() * 1_500);
+      else {
+        // Watch for the moment: a new delivery in the store (answer still held back), or a new answer in the log.
+        for (;;) {
+          await sleep(5);
+          const d = sim.deliveries().length;
+          const l = sim.requestLog().length;
+          const hit = kind === 'created_unanswered' ? d > seenDeliveries : sim.requestLog(seenLog).some((e) => e.method === 'POST' && e.path === '/v1/deliveries');
+          seenDeliveries = d;
+          seenLog = l;
+          if (hit || Date.now() > until) break;
+        }
+        if (Date.now() > until) continue; // no creation in flight (between windows, or all done)
+      }
+      const alive = workers.filter((w) => w.running);
+      if (alive.length === 0) continue;
+      const victim = alive[Math.floor(Math.random() * alive.length)]!;
+      victim.kill();
+      kills[kind]++;
+      void victim.start().catch((err: Error) => progress(`restart failed: ${err.message}`));
+      await sleep(200);
+    }
+  })();
+  try {
+    await startAll(client, orders, Math.round(50_000 / SCALE));
+    const least = leastDrainMs(orders, LIMITS.quotes, LIMITS.creations);
+    await waitCreated(sim, references, Date.now() + 4 * least + 120_000, 'crash');
+    creationDone = true;
+    await killer;
+    progress(`crash: ${kills.random + kills.created_unanswered + kills.answered} kills (${JSON.stringify(kills)}); waiting for every delivery to end`);
+    // Every workflow ends by reconciling with the provider, which runs each delivery to its end.
+    const results = new Map<string, DeliveryState>();
+    const deadline = Date.now() + 5 * 60_000;
+    for (const r of references) {
+      const handle = ctx.temporal.workflow.getHandle(deliveryWorkflowId(r));
+      const result = await Promise.race([handle.result() as Promise<DeliveryState>, sleep(Math.max(0, deadline - Date.now())).then(() => undefined)]);
+      if (result) results.set(r, result);
+    }
+    const byReference = new Map<string, ReturnType<Simulator['deliveries']>>();
+    for (const d of sim.deliveries()) byReference.set(d.delivery.reference_number ?? '', [...(byReference.get(d.delivery.reference_number ?? '') ?? []), d]);
+    const duplicates = [...byReference.values()].filter((ds) => ds.length > 1).length;
+    const orphans = sim.deliveries().filter((d) => results.get(d.delivery.reference_number ?? '')?.deliveryId !== d.delivery.id).length;
+    const wrong = references.filter((r) => {
+      const mine = results.get(r);
+      const truth = byReference.get(r)?.[0]?.delivery;
+      if (!mine || !truth) return true;
+      return mine.status !== truth.status || truth.destinations.some((d) => mine.destinations.find((x) => x.id === d.id)?.status !== d.status);
+    }).length;
+    const retried = [...results.values()].filter((s) => s.timeline.some((e) => e.note?.startsWith('creation attempt'))).length;
+    const figures = {
+      crash_orders: orders.length,
+      crash_kills: kills.random + kills.created_unanswered + kills.answered,
+      crash_kills_by_moment: JSON.stringify(kills),
+      crash_orders_with_a_retried_creation: retried,
+      crash_duplicates: duplicates,
+      crash_orphans: orphans,
+      crash_wrong_final_states: wrong,
+      crash_workflows_ended: results.size,
+    };
+    progress(`crash: ${JSON.stringify(figures)}`);
+    return figures;
+  } finally {
+    creationDone = true;
+    await Promise.all(workers.map((w) => w.stop()));
+    await terminateAll(ctx.temporal, references);
+    await sim.close();
+  }
+}
+
+/** Two provider minutes of 503s while a backlog drains: calls made meanwhile, and the time to drain afterwards. */
+async function outagePhase(ctx: Context): Promise<Record<string, number | string>> {
+  const key = 'bench-outage';
+  const taskQueue = 'limits-outage';
+  const { sim, url } = await newSimulator({ apiKeys: [key] });
+  const workers = await startWorkers(ctx, workerEnv(ctx, { taskQueue, url, key, limiter: 'window' }));
+  const client = new DeliveryClient({ temporal: ctx.temporal, taskQueue });
+  const orders = makeOrders(`outage-${Date.now().toString(36)}`, OUTAGE_ORDERS);
+  const references = orders.map((o) => o.reference);
+  try {
+    await startAll(client, orders, 24 * 3_600_000);
+    await waitCreated(sim, references.slice(0, 1), Date.now() + 60_000, 'outage (first creation)');
+    const outageStart = Date.now();
+    sim.setFaults({ error_rate: 1 });
+    progress(`outage: 503 for everything for ${OUTAGE_PROVIDER_MS / SCALE / 1000} s`);
+    await sleep(OUTAGE_PROVIDER_MS / SCALE);
+    sim.setFaults({ error_rate: 0 });
+    const outageEnd = Date.now();
+    const createdBefore = sim.deliveries().filter((d) => Date.parse(d.delivery.created_at) < outageStart).length;
+    const createdAt = await waitCreated(sim, references, Date.now() + 10 * 60_000, 'outage');
+    const during = sim.requestLog().filter((e) => Date.parse(e.time) >= outageStart && Date.parse(e.time) < outageEnd);
+    const lastCreation = Math.max(...createdAt.values());
+    // For scale: the least time the remaining orders need from fresh windows.
+    const remaining = orders.filter((o) => !createdAt.has(o.reference) || createdAt.get(o.reference)! >= outageEnd);
+    const figures = {
+      outage_orders: orders.length,
+      outage_seconds: OUTAGE_PROVIDER_MS / SCALE / 1000,
+      outage_created_before: createdBefore,
+      outage_calls_during: during.length,
+      outage_calls_during_by_path: JSON.stringify(countBy(during.map((e) => e.path))),
+      outage_drain_after_s: round((lastCreation - outageEnd) / 1000, 1),
+      outage_least_drain_after_s: round(leastDrainMs(remaining, LIMITS.quotes, LIMITS.creations) / 1000, 1),
+      outage_created: createdAt.size,
+    };
+    progress(`outage: ${JSON.stringify(figures)}`);
+    return figures;
+  } finally {
+    await Promise.all(workers.map((w) => w.stop()));
+    await terminateAll(ctx.temporal, references);
+    await sim.close();
+  }
+}
+
+function countBy(xs: string[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const x of xs) out[x] = (out[x] ?? 0) + 1;
+  return out;
+}
+
+export async function limitsBenchmark(): Promise<Record<string, number | string>> {
+  const watchdog = setTimeout(() => {
+    progress(`time limit of ${TIME_LIMIT_MS / 60_000} min reached; stopping`);
+    process.exit(1);
+  }, TIME_LIMIT_MS);
+  watchdog.unref();
+
+  const cli = await ensureTemporalCli(progress);
+  progress('starting a Temporal dev server (one partition per task queue)...');
+  const server = await startDevServer({ cli, namespace: 'default' });
+  const connection = await Connection.connect({ address: server.address });
+  const ctx: Context = { server, cli, temporal: new Client({ connection, namespace: server.namespace }), bundle: await prebuiltBundle() };
+  const figures: Record<string, number | string> = {
+    scale: SCALE,
+    orders: ORDERS,
+    creations_limit: `${LIMITS.creations.limit} per ${LIMITS.creations.windowMs / 1000} s`,
+    quotes_limit: `${LIMITS.quotes.limit} per ${LIMITS.quotes.windowMs / 1000} s`,
+  };
+  const prefix = (p: string, f: BacklogFigures) => Object.fromEntries(Object.entries(f).map(([k, v]) => [`${p}_${k}`, v]));
+  try {
+    if (PHASES.includes('window')) Object.assign(figures, prefix('window', await backlogPhase(ctx, 'window')));
+    if (PHASES.includes('task-queue')) Object.assign(figures, prefix('taskqueue', await backlogPhase(ctx, 'task-queue')));
+    if (PHASES.includes('naive')) Object.assign(figures, prefix('naive', await naivePhase()));
+    if (PHASES.includes('crash')) Object.assign(figures, await crashPhase(ctx));
+    if (PHASES.includes('outage')) Object.assign(figures, await outagePhase(ctx));
+  } finally {
+    await connection.close();
+    await server.stop();
+  }
+  return figures;
+}
