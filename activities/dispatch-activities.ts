@@ -8,6 +8,7 @@ import type { Client } from '@temporalio/client';
 import type { CallFamily } from '../provider/limits';
 import type { DispatchSettings } from '../worker/dispatch-config';
 import { limiterWorkflowId, slotRequestedSignal, type LimiterInput } from '../workflows/limiter-messages';
+import { limiterTaskQueue } from '../workflows/task-queues';
 import type { LimiterConfig, SlotRequest } from '../workflows/slot-window';
 
 /** A grant not released within this long (after the call's own timeout) is taken back. */
@@ -15,7 +16,7 @@ const LEASE_EXTRA_MS = 60_000;
 
 export interface SlotRequestInput extends SlotRequest {
   family: CallFamily;
-  /** The workflows' task queue: the limiter runs there and is named after it. */
+  /** The workflows' task queue: the limiter is named after it and runs on its limiter queue. */
   taskQueue: string;
 }
 
@@ -40,7 +41,7 @@ export function createDispatchActivities(deps: { client: Client; settings: Dispa
       const input: LimiterInput = { family, config };
       await deps.client.workflow.signalWithStart('providerLimiter', {
         workflowId: limiterWorkflowId(taskQueue, family),
-        taskQueue,
+        taskQueue: limiterTaskQueue(taskQueue),
         args: [input],
         signal: slotRequestedSignal,
         signalArgs: [{ ...request, config }],

@@ -182,6 +182,12 @@ async function quotedTimes(temporal: Client, orders: Order[]): Promise<Map<strin
 }
 
 interface BacklogFigures {
+  /** From the first start to the first quote call: how long the system took to begin. */
+  firstCallS: number;
+  /** From the first quote call to the one that filled the first quote window: the ramp, which every later window inherits. */
+  firstWindowSpreadS: number;
+  /** Drain measured from the first provider call instead of the first start. */
+  drainFromFirstCallRatio: number;
   creationUse: number;
   quoteUse: number;
   refused429: number;
@@ -205,7 +211,12 @@ function backlogFigures(orders: Order[], startedAt: Map<string, number>, quotedA
   const lastCreation = Math.max(...createdAt.values());
   const least = leastDrainMs(orders, LIMITS.quotes, LIMITS.creations);
   const wait = (food: boolean) => median(orders.filter((o) => o.order.is_food === food && createdAt.has(o.reference)).map((o) => createdAt.get(o.reference)! - startedAt.get(o.reference)!));
+  const quotes = [...log.quotes].sort((a, b) => a - b);
+  const firstCall = quotes[0] ?? NaN;
   return {
+    firstCallS: round((firstCall - t0) / 1000, 2),
+    firstWindowSpreadS: round(((quotes[Math.min(quotes.length, LIMITS.quotes.limit) - 1] ?? NaN) - firstCall) / 1000, 2),
+    drainFromFirstCallRatio: round((lastCreation - firstCall) / least),
     creationUse: round(creationUse.ratio),
     quoteUse: round(quoteUse.ratio),
     refused429: log.creationsRefused + log.quotesRefused,
@@ -348,7 +359,7 @@ async function crashPhase(ctx: Context): Promise<Record<string, number | string>
       victim.kill();
       kills[kind]++;
       void victim.start().catch((err: Error) => progress(`restart failed: ${err.message}`));
-      await sleep(200);
+      await sleep(1_000); // a kill at least every second or so: 50+ over the run, not a storm
     }
   })();
   try {

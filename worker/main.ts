@@ -23,6 +23,8 @@ const WorkerEnvSchema = z.object({
   WORKER_MAX_CACHED_WORKFLOWS: z.coerce.number().int().min(0).max(1_000_000).optional(),
   WORKER_MAX_CONCURRENT_WORKFLOW_TASKS: z.coerce.number().int().min(2).max(10_000).optional(),
   WORKER_MAX_CONCURRENT_ACTIVITIES: z.coerce.number().int().min(1).max(100_000).optional(),
+  /** After a worker dies, its cached workflows wait this long before another worker takes them. */
+  WORKER_STICKY_QUEUE_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).optional(),
   /** A workflow bundle built ahead (bundleWorkflows in worker/worker.ts): starts in a second instead of bundling. */
   WORKER_WORKFLOW_BUNDLE: z.string().min(1).optional(),
 });
@@ -62,6 +64,7 @@ async function main(): Promise<void> {
     maxCachedWorkflows: env.WORKER_MAX_CACHED_WORKFLOWS,
     maxConcurrentWorkflowTasks: env.WORKER_MAX_CONCURRENT_WORKFLOW_TASKS,
     maxConcurrentActivities: env.WORKER_MAX_CONCURRENT_ACTIVITIES,
+    stickyQueueTimeoutMs: env.WORKER_STICKY_QUEUE_TIMEOUT_MS,
     workflowBundle: env.WORKER_WORKFLOW_BUNDLE ? { codePath: env.WORKER_WORKFLOW_BUNDLE } : undefined,
   });
   const stop = () => workers.shutdown();

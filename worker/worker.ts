@@ -1,7 +1,7 @@
 /**
- * The delivery workers of one process: workflows (and the limiter workflows, and the local
- * dispatch activities) on the main task queue, and provider calls on one task queue per call
- * family (creations, quotes, the rest).
+ * The delivery workers of one process: delivery workflows (and the local dispatch activities) on
+ * the main task queue, the limiter workflows on their own queue, and provider calls on one task
+ * queue per call family (creations, quotes, the rest).
  *
  * Pacing (worker/dispatch-config.ts): with the `window` limiter the creation and quote slots are
  * handed out by the limiter workflows, window-exact, so those queues carry no rate limit of their
@@ -15,7 +15,7 @@ import type { Client } from '@temporalio/client';
 import { createDispatchActivities } from '../activities/dispatch-activities';
 import type { ProviderActivities } from '../activities/provider-activities';
 import type { CallFamily } from '../provider/limits';
-import { providerTaskQueues } from '../workflows/task-queues';
+import { limiterTaskQueue, providerTaskQueues } from '../workflows/task-queues';
 import { DEFAULT_DISPATCH, type DispatchSettings } from './dispatch-config';
 import { taskQueueRatePerSecond } from './rate-limits';
 
@@ -36,6 +36,12 @@ export interface DeliveryWorkerOptions {
   maxCachedWorkflows?: number;
   /** Workflow tasks run at once. */
   maxConcurrentWorkflowTasks?: number;
+  /**
+   * How long a workflow task waits for the worker that has the workflow cached before any worker
+   * may take it (Temporal's default: 10 s). After a worker dies its workflows wait this long; the
+   * limiter workflows, which every order passes through, should not wait long.
+   */
+  stickyQueueTimeoutMs?: number;
   /** Payload encryption (client/payload-codec.ts); the same codec as every client's. */
   dataConverter?: DataConverter;
 }
@@ -49,18 +55,30 @@ export interface DeliveryWorkers {
   shutdown(): void;
 }
 
+/** Shorter than Temporal's 10 s: a dead worker holds its workflows (and the limiters) for this long. */
+export const DEFAULT_STICKY_QUEUE_TIMEOUT_MS = 3_000;
+
 export async function createDeliveryWorkers(o: DeliveryWorkerOptions): Promise<DeliveryWorkers> {
   const dispatch: DispatchSettings = { ...DEFAULT_DISPATCH, ...o.dispatch };
   const queues = providerTaskQueues(o.taskQueue);
   const base = { connection: o.connection, namespace: o.namespace, dataConverter: o.dataConverter };
 
+  const workflowBundle = o.workflowBundle ?? (await bundleWorkflows());
   const workflowWorker = await Worker.create({
     ...base,
     taskQueue: o.taskQueue,
-    workflowBundle: o.workflowBundle ?? (await bundleWorkflows()),
+    workflowBundle,
     activities: createDispatchActivities({ client: o.client, settings: dispatch }),
     maxCachedWorkflows: o.maxCachedWorkflows,
     maxConcurrentWorkflowTaskExecutions: o.maxConcurrentWorkflowTasks,
+    stickyQueueScheduleToStartTimeout: o.stickyQueueTimeoutMs ?? DEFAULT_STICKY_QUEUE_TIMEOUT_MS,
+  });
+  // The limiter workflows, on their own queue (workflows/task-queues.ts says why).
+  const limiterWorker = await Worker.create({
+    ...base,
+    taskQueue: limiterTaskQueue(o.taskQueue),
+    workflowBundle,
+    stickyQueueScheduleToStartTimeout: o.stickyQueueTimeoutMs ?? DEFAULT_STICKY_QUEUE_TIMEOUT_MS,
   });
   const slotted = (family: CallFamily) => dispatch.limiter === 'window' && family !== 'other';
   const families: CallFamily[] = ['creations', 'quotes', 'other'];
@@ -76,7 +94,7 @@ export async function createDeliveryWorkers(o: DeliveryWorkerOptions): Promise<D
       }),
     ),
   );
-  const workers = [workflowWorker, ...activityWorkers];
+  const workers = [workflowWorker, limiterWorker, ...activityWorkers];
 
   const shutdown = () => {
     for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();

@@ -84,6 +84,7 @@ export class ProviderSlots {
         const outcome = outcomeOf(err);
         await this.release(answer.requestId, { answeredAt: Date.now(), ...outcome });
         if (!outcome.retryable) throw err;
+        // Only a 429 proves nothing was created (a 5xx may come after the work); looking costs one read.
         unclear ||= outcome.outcome !== 'rate_limited';
         c.onRetry?.(attempt, ((err as Error).cause as Error | undefined)?.message ?? (err as Error).message);
         // Outages and 429s are paced by the limiter for everyone; any other failure (a timeout,
@@ -147,8 +148,11 @@ function outcomeOf(err: unknown): { outcome: CallOutcome; retryable: boolean; re
   switch (cause.type) {
     case PROVIDER_FAILURE_TYPES.rate_limited:
       return { outcome: 'rate_limited', retryable, retryAfterMs: (cause.details?.[0] as { retryAfterMs?: number } | undefined)?.retryAfterMs };
-    case PROVIDER_FAILURE_TYPES.unavailable:
-      return { outcome: 'unavailable', retryable };
+    case PROVIDER_FAILURE_TYPES.unavailable: {
+      // A 5xx answer carries its status; no answer at all (refused, timed out) does not.
+      const status = (cause.details?.[0] as { status?: number } | undefined)?.status;
+      return { outcome: status !== undefined && status >= 500 ? 'unavailable' : 'unreachable', retryable };
+    }
     default:
       return { outcome: retryable ? 'unclear' : 'answered', retryable };
   }

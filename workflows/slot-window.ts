@@ -46,10 +46,18 @@ export interface LimiterConfig extends RateLimit {
 
 /**
  * How a call ended, as far as pacing goes: `answered` (any definite answer, success or refusal),
- * `unavailable` (5xx or no connection), `rate_limited` (a 429 after all), `unclear` (the worker
- * died or timed out: the call may or may not have reached the provider).
+ * `unavailable` (a 5xx answer), `unreachable` (no answer: connection refused, timed out),
+ * `rate_limited` (a 429 after all), `unclear` (the worker died or the activity timed out: the
+ * call may or may not have reached the provider).
+ *
+ * Which calls hold their slot for a window: every call that may have been counted. A 429 is not
+ * counted (contract), and neither, we assume, is a 5xx answer: the provider did not serve the
+ * call. Were the provider to count them after all, the worst case is a 429, and a 429 pauses the
+ * family until its Retry-After.
  */
-export type CallOutcome = 'answered' | 'unavailable' | 'rate_limited' | 'unclear';
+export type CallOutcome = 'answered' | 'unavailable' | 'unreachable' | 'rate_limited' | 'unclear';
+
+const NOT_COUNTED: readonly CallOutcome[] = ['rate_limited', 'unavailable'];
 
 /** What the holder reports when its call is over. */
 export interface SlotRelease {
@@ -135,8 +143,7 @@ export class SlotWindow {
     const i = this.s.held.findIndex((g) => g.requestId === rel.requestId);
     if (i < 0) return []; // already released, or taken back at the end of its lease
     const [grant] = this.s.held.splice(i, 1) as [Grant];
-    // A 429 does not count against the provider's window (contract); anything else may have.
-    if (rel.outcome !== 'rate_limited') this.markBusy(rel.answeredAt);
+    if (!NOT_COUNTED.includes(rel.outcome)) this.markBusy(rel.answeredAt);
     this.learn(rel, now);
     return grant.fingerprint === undefined ? [] : this.settleFollowers(grant.fingerprint, rel.quote, now);
   }
@@ -227,7 +234,7 @@ export class SlotWindow {
     if (rel.outcome === 'answered') {
       p.unavailableInARow = 0;
       p.probing = false;
-    } else if (rel.outcome === 'unavailable') {
+    } else if (rel.outcome === 'unavailable' || rel.outcome === 'unreachable') {
       p.unavailableInARow++;
       if (p.unavailableInARow >= OUTAGE_AFTER) {
         const cap = Math.min(PROBE_MAX_MS, this.s.config.windowMs / 4);

@@ -15,6 +15,14 @@ export function providerTaskQueues(workflowTaskQueue: string): Record<CallFamily
   };
 }
 
+/**
+ * The limiter workflows run on a queue of their own: every order passes through them, so their
+ * workflow tasks must not wait behind a backlog of delivery workflow tasks.
+ */
+export function limiterTaskQueue(workflowTaskQueue: string): string {
+  return `${workflowTaskQueue}.provider-limiter`;
+}
+
 /** `delivery:<reference>`: deterministic, so the bridge and operators can address it directly. */
 export function deliveryWorkflowId(reference: string): string {
   return `delivery:${reference}`;

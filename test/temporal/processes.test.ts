@@ -4,44 +4,29 @@
  * key fails it cleanly, a forged webhook is refused, the worker exports Prometheus metrics, and
  * no API key, webhook secret or payload key ever reaches a log line.
  */
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { generatePayloadKey } from '../../client/payload-codec';
 import { generateWebhookSecret } from '../../provider/webhook-signature';
-import { freePort, stopProcess } from '../../scripts/temporal-dev-server';
+import { freePort } from '../../scripts/temporal-dev-server';
 import { deliveryRequest } from '../fixtures/orders';
+import { ENTRY, ProcessGroup, ROOT } from '../helpers/processes';
 import { testServerAddress } from '../helpers/temporal';
 import { writeFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 
 const run = promisify(execFile);
-const ROOT = join(__dirname, '../..');
 const API_KEY = 'sk_test_SuperSecretCourierKey_7f3a9c';
 const WRONG_KEY = 'sk_test_RevokedCourierKey_0b1d2e';
 const WEBHOOK_SECRET = generateWebhookSecret();
 const PAYLOAD_KEYS = generatePayloadKey('proc');
 const SECRETS = [API_KEY, WRONG_KEY, WEBHOOK_SECRET, WEBHOOK_SECRET.slice('whsec_'.length), PAYLOAD_KEYS, PAYLOAD_KEYS.split(':')[1]!];
 
-const output: string[] = [];
-const children: ChildProcess[] = [];
+const processes = new ProcessGroup();
 
-function start(name: string, entry: string, env: NodeJS.ProcessEnv, ready: RegExp): Promise<void> {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, entry)], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  children.push(child);
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${name} did not start:\n${output.join('')}`)), 60_000);
-    const take = (chunk: Buffer) => {
-      output.push(`[${name}] ${chunk.toString()}`);
-      if (ready.test(chunk.toString())) {
-        clearTimeout(timer);
-        resolve();
-      }
-    };
-    child.stdout!.on('data', take);
-    child.stderr!.on('data', take);
-    child.on('exit', (code) => reject(new Error(`${name} exited with ${code}:\n${output.join('')}`)));
-  });
+async function start(name: string, entry: string, env: NodeJS.ProcessEnv, ready: RegExp): Promise<void> {
+  await processes.start({ name, entry, env, ready });
 }
 
 let env: Record<string, string>;
@@ -67,19 +52,19 @@ beforeAll(async () => {
   cliEnv = { ...process.env, ...env };
   await start(
     'simulator',
-    'simulator/main.ts',
+    ENTRY.simulator.entry,
     { SIMULATOR_PORT: String(simPort), SIMULATOR_API_KEYS: API_KEY, SIMULATOR_AUTO_ADVANCE_MS: '150', SIMULATOR_WEBHOOK_URL: `${bridgeUrl}/webhooks/delivery`, SIMULATOR_WEBHOOK_SECRET: WEBHOOK_SECRET },
-    /listening on/,
+    ENTRY.simulator.ready,
   );
   await Promise.all([
-    start('worker', 'worker/main.ts', { ...env, LOG_LEVEL: 'DEBUG', WORKER_METRICS_ADDRESS: metricsAddress }, /^worker: task queue/m),
-    start('worker-revoked', 'worker/main.ts', { ...env, DELIVERY_TASK_QUEUE: `${taskQueue}-revoked`, DELIVERY_API_KEY: WRONG_KEY, LOG_LEVEL: 'DEBUG' }, /^worker: task queue/m),
-    start('bridge', 'bridge/main.ts', { ...env, BRIDGE_PORT: String(bridgePort), DELIVERY_WEBHOOK_SECRETS: WEBHOOK_SECRET }, /^bridge: listening/m),
+    start('worker', ENTRY.worker.entry, { ...env, LOG_LEVEL: 'DEBUG', WORKER_METRICS_ADDRESS: metricsAddress }, ENTRY.worker.ready),
+    start('worker-revoked', ENTRY.worker.entry, { ...env, DELIVERY_TASK_QUEUE: `${taskQueue}-revoked`, DELIVERY_API_KEY: WRONG_KEY, LOG_LEVEL: 'DEBUG' }, ENTRY.worker.ready),
+    start('bridge', ENTRY.bridge.entry, { ...env, BRIDGE_PORT: String(bridgePort), DELIVERY_WEBHOOK_SECRETS: WEBHOOK_SECRET }, ENTRY.bridge.ready),
   ]);
 }, 120_000);
 
 afterAll(async () => {
-  await Promise.all(children.map((c) => stopProcess(c)));
+  await processes.stopAll();
 });
 
 const cli = (args: string[], extra: NodeJS.ProcessEnv = {}) =>
@@ -96,16 +81,16 @@ it('run a delivery end to end, fail a revoked key cleanly, refuse a forged webho
 
   const reference = `PROC-${Date.now().toString(36)}`;
   const done = await cli(['create', '--reference', reference, '--order', orderFile, '--watch', '--json']);
-  output.push(`[cli] ${done.stdout}${done.stderr}`);
+  processes.log('cli', `${done.stdout}${done.stderr}`);
   expect(done.code).toBe(0);
   const final = JSON.parse(done.stdout.trim().split('\n').at(-1)!).final;
   expect(final.status).toBe('DELIVERED');
   expect(final.destinations.every((d: { trackingUrl: string }) => d.trackingUrl.startsWith('http'))).toBe(true);
 
   const revoked = await cli(['create', '--reference', `${reference}-R`, '--order', orderFile, '--watch'], { DELIVERY_TASK_QUEUE: `${env.DELIVERY_TASK_QUEUE}-revoked` });
-  output.push(`[cli] ${revoked.stdout}${revoked.stderr}`);
+  processes.log('cli', `${revoked.stdout}${revoked.stderr}`);
   const result = await cli(['status', `${reference}-R`, '--json'], { DELIVERY_TASK_QUEUE: `${env.DELIVERY_TASK_QUEUE}-revoked` });
-  output.push(`[cli] ${result.stdout}${result.stderr}`);
+  processes.log('cli', `${result.stdout}${result.stderr}`);
   expect(JSON.parse(result.stdout).deliveryId).toBeUndefined(); // nothing was created
 
   const forged = await fetch(`${bridgeUrl}/webhooks/delivery`, {
@@ -121,8 +106,8 @@ it('run a delivery end to end, fail a revoked key cleanly, refuse a forged webho
   const bridgeMetrics = await (await fetch(`${bridgeUrl}/metrics`)).text();
   expect(bridgeMetrics).toMatch(/bridge_webhooks_total\{outcome="accepted"[^}]*\} [1-9]/);
 
-  await Promise.all(children.map((c) => stopProcess(c)));
-  const everything = output.join('');
+  await processes.stopAll();
+  const everything = processes.output;
   // Structured logs: JSON lines that carry the workflow ID, from the worker and the bridge alike.
   const jsonLines = everything
     .split('\n')
@@ -135,7 +120,8 @@ it('run a delivery end to end, fail a revoked key cleanly, refuse a forged webho
         return []; // not a log line (the CLI's pretty JSON, webpack's notes, ...)
       }
     });
-  expect(jsonLines.some((l) => l.workflowId === `delivery:${reference}` && l.activityType === 'createDelivery')).toBe(true);
+  // The creation call's log line: createInSlot under the window limiter (the default), createDelivery under task-queue pacing.
+  expect(jsonLines.some((l) => l.workflowId === `delivery:${reference}` && ['createInSlot', 'createDelivery'].includes(String(l.activityType)))).toBe(true);
   expect(jsonLines.some((l) => l.msg === 'webhook' && l.workflow_id === `delivery:${reference}`)).toBe(true);
   expect(everything).toContain('ProviderUnauthorized'); // the revoked key's failure was logged...
   for (const secret of SECRETS) expect(everything.includes(secret) ? secret.slice(0, 12) + '…' : 'absent').toBe('absent'); // ...but no secret, anywhere

@@ -118,6 +118,10 @@ describe('SlotWindow', () => {
     const probeAt = w.s.pause.until;
     expect(w.grant(probeAt)).toHaveLength(1); // only one probe
     expect(w.grant(probeAt)).toHaveLength(0);
+    // A 5xx answer was not served, so it holds no slot for the window; a call without an answer may have been counted.
+    expect(w.s.busyUntil).toEqual([]);
+    w.release({ requestId: w.s.held[0]!.requestId, answeredAt: probeAt + 5, outcome: 'unreachable' }, probeAt + 5);
+    expect(w.s.busyUntil).toEqual([probeAt + 5 + 60_000 + 10]);
   });
 
   it('waits for a 429 Retry-After before granting again, and takes back a slot whose holder never reports', () => {

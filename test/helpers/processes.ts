@@ -1,0 +1,371 @@
+/**
+ * The project's real processes for integration tests, run as an operator runs them
+ * (`node --import tsx simulator/main.ts`, `worker/main.ts`, `bridge/main.ts`), configured only
+ * through their environment and bound to 127.0.0.1. Their output is collected, prefixed with the
+ * process's name, so a failing test can show it and a test can search it.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { dataConverterFromEnv, generatePayloadKey } from '../../client/payload-codec';
+import { generateWebhookSecret } from '../../provider/webhook-signature';
+import { freePort, stopProcess } from '../../scripts/temporal-dev-server';
+import type { DeliveryRecord, OrderRecord } from '../../provider/schemas';
+import type { RequestLogEntry } from '../../simulator/context';
+import type { WebhookAttempt, WebhookDispatch } from '../../simulator/webhooks';
+import { workflowBundle } from './workers';
+
+export const ROOT = join(__dirname, '../..');
+
+/** Entry point and "ready" line of each process. */
+export const ENTRY = {
+  simulator: { entry: 'simulator/main.ts', ready: /listening on/ },
+  worker: { entry: 'worker/main.ts', ready: /^worker: task queue/m },
+  bridge: { entry: 'bridge/main.ts', ready: /^bridge: listening/m },
+} as const;
+
+let bundleFile: Promise<string> | undefined;
+
+/**
+ * The workflows bundled once per test process, in a file for the worker's WORKER_WORKFLOW_BUNDLE:
+ * a worker process then starts in about a second instead of bundling them itself.
+ */
+export function workflowBundleFile(): Promise<string> {
+  bundleFile ??= workflowBundle().then(({ code }) => {
+    const file = join(tmpdir(), `test-workflows-${process.pid}.js`);
+    writeFileSync(file, code);
+    return file;
+  });
+  return bundleFile;
+}
+
+export async function removeWorkflowBundleFile(): Promise<void> {
+  if (bundleFile) rmSync(await bundleFile, { force: true });
+  bundleFile = undefined;
+}
+
+export interface ProcessSpec {
+  /** Shown before each line of its output, e.g. `worker#3`. */
+  name: string;
+  /** Path of the entry point from the repository root. */
+  entry: string;
+  /** Added to this process's environment. */
+  env: NodeJS.ProcessEnv;
+  /** Started once its output matches this. */
+  ready: RegExp;
+  startTimeoutMs?: number;
+}
+
+export interface Exit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+export interface RunningProcess {
+  readonly name: string;
+  readonly child: ChildProcess;
+  /** Settles when the process has exited, however it ended. */
+  readonly exited: Promise<Exit>;
+  readonly running: boolean;
+  /** Sends the signal and waits for the process to be gone. */
+  kill(signal?: NodeJS.Signals): Promise<Exit>;
+  /** SIGTERM, then SIGKILL after a grace period. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Processes of one test file, with their output. `maxOutputChars` bounds what is kept (the
+ * oldest output is dropped) for tests whose processes talk a lot; by default everything is kept.
+ */
+export class ProcessGroup {
+  private chunks: string[] = [];
+  private size = 0;
+  private readonly running = new Set<RunningProcess>();
+
+  constructor(private readonly maxOutputChars = Number.POSITIVE_INFINITY) {}
+
+  /** Everything the processes (and the test, through log()) said, oldest first. */
+  get output(): string {
+    return this.chunks.join('');
+  }
+
+  /** The last `chars` characters of the output (of the lines `keep` accepts), for failure messages. */
+  tail(chars = 6_000, keep?: (line: string) => boolean): string {
+    const text = keep ? this.output.split('\n').filter(keep).join('\n') : this.output;
+    return text.slice(-chars);
+  }
+
+  log(name: string, text: string): void {
+    const line = text
+      .split('\n')
+      .filter((l, i, all) => l !== '' || i < all.length - 1)
+      .map((l) => `[${name}] ${l}\n`)
+      .join('');
+    this.chunks.push(line);
+    this.size += line.length;
+    while (this.size > this.maxOutputChars && this.chunks.length > 1) this.size -= this.chunks.shift()!.length;
+  }
+
+  /** Starts a process and waits until it says it is ready; rejects, with its output, if it exits first. */
+  start(spec: ProcessSpec): Promise<RunningProcess> {
+    const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, spec.entry)], {
+      cwd: ROOT,
+      env: { ...process.env, ...spec.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    // 'close' comes after the output has been read to its end.
+    const exited = new Promise<Exit>((resolve) => child.once('close', (code, signal) => resolve({ code, signal })));
+    const proc: RunningProcess = {
+      name: spec.name,
+      child,
+      exited,
+      get running() {
+        return child.exitCode === null && child.signalCode === null;
+      },
+      async kill(signal: NodeJS.Signals = 'SIGKILL') {
+        if (proc.running) child.kill(signal);
+        return exited;
+      },
+      stop: async () => {
+        await stopProcess(child);
+        await exited;
+      },
+    };
+    this.running.add(proc);
+    void exited.then(() => this.running.delete(proc));
+
+    return new Promise((resolve, reject) => {
+      let ready = false;
+      const lines = (text: string) => {
+        this.log(spec.name, text);
+        if (!ready && spec.ready.test(text)) {
+          ready = true;
+          clearTimeout(timer);
+          resolve(proc);
+        }
+      };
+      // Whole lines only, so a JSON log line or the ready line is never cut in two.
+      for (const stream of [child.stdout!, child.stderr!]) {
+        let partial = '';
+        stream.on('data', (chunk: Buffer) => {
+          const text = partial + chunk.toString();
+          const end = text.lastIndexOf('\n') + 1;
+          partial = text.slice(end);
+          if (end > 0) lines(text.slice(0, end));
+        });
+        stream.on('end', () => partial && lines(partial + '\n'));
+      }
+      const timer = setTimeout(() => {
+        child.kill('SIGKILL');
+        reject(new Error(`${spec.name} did not start within ${spec.startTimeoutMs ?? 60_000} ms:\n${this.tail()}`));
+      }, spec.startTimeoutMs ?? 60_000);
+      void exited.then(({ code, signal }) => {
+        clearTimeout(timer);
+        if (!ready) reject(new Error(`${spec.name} exited (${signal ?? `code ${code}`}) before it was ready:\n${this.tail()}`));
+      });
+    });
+  }
+
+  /** Stops every process still running (SIGTERM, then SIGKILL) and waits for the end of their output. */
+  async stopAll(): Promise<void> {
+    await Promise.all([...this.running].map((p) => p.stop()));
+  }
+}
+
+export interface DeliveryProcessesOptions {
+  temporalAddress: string;
+  namespace: string;
+  /** Name of this test in task queues and process names. */
+  prefix: string;
+  /** Extra SIMULATOR_* settings (time scale, auto-advance, rate limits...). */
+  simulatorEnv?: NodeJS.ProcessEnv;
+  workerEnv?: NodeJS.ProcessEnv;
+  bridgeEnv?: NodeJS.ProcessEnv;
+  /** Output kept for failure messages (default 2 MB). */
+  maxOutputChars?: number;
+}
+
+/**
+ * The simulator, one worker process and one bridge process, wired together the way `npm start`
+ * wires them: the simulator sends signed webhooks to the bridge, the worker calls the simulator,
+ * payloads are encrypted with a key of this run. The worker and the bridge can be killed and
+ * started again on the same settings (the bridge on the same port, so webhooks find it again);
+ * the worker loads a prebuilt workflow bundle, so it is back within a second or two.
+ */
+export class DeliveryProcesses {
+  readonly group: ProcessGroup;
+  readonly taskQueue: string;
+  readonly simUrl: string;
+  readonly bridgeUrl: string;
+  /** Environment shared by the worker, the bridge and the test's own client. */
+  readonly env: Record<string, string>;
+  readonly sim: SimulatorControl;
+  private readonly bridgePort: number;
+  private readonly counts = { worker: 0, bridge: 0 };
+  private current: { worker?: RunningProcess; bridge?: RunningProcess; simulator?: RunningProcess } = {};
+  private workerBundle?: string;
+
+  private constructor(
+    private readonly o: DeliveryProcessesOptions,
+    ports: { sim: number; bridge: number },
+  ) {
+    this.group = new ProcessGroup(o.maxOutputChars ?? 2_000_000);
+    this.taskQueue = `${o.prefix}-${Date.now().toString(36)}`;
+    this.simUrl = `http://127.0.0.1:${ports.sim}`;
+    this.bridgePort = ports.bridge;
+    this.bridgeUrl = `http://127.0.0.1:${ports.bridge}`;
+    this.env = {
+      TEMPORAL_ADDRESS: o.temporalAddress,
+      TEMPORAL_NAMESPACE: o.namespace,
+      DELIVERY_TASK_QUEUE: this.taskQueue,
+      DELIVERY_API_URL: this.simUrl,
+      DELIVERY_API_KEY: 'sandbox-key',
+      DELIVERY_PAYLOAD_KEYS: generatePayloadKey(o.prefix.replace(/[^A-Za-z0-9_.-]/g, '').slice(0, 32) || 'test'),
+    };
+    this.sim = new SimulatorControl(this.simUrl);
+  }
+
+  /** Starts the simulator, then the bridge and the worker, and waits until all three are ready. */
+  static async start(o: DeliveryProcessesOptions): Promise<DeliveryProcesses> {
+    const p = new DeliveryProcesses(o, { sim: await freePort(), bridge: await freePort() });
+    p.workerBundle = await workflowBundleFile();
+    try {
+      const secret = generateWebhookSecret();
+      p.env.DELIVERY_WEBHOOK_SECRETS = secret;
+      p.current.simulator = await p.group.start({
+        name: 'simulator',
+        ...ENTRY.simulator,
+        env: {
+          SIMULATOR_PORT: String(new URL(p.simUrl).port),
+          SIMULATOR_HOST: '127.0.0.1',
+          SIMULATOR_WEBHOOK_URL: `${p.bridgeUrl}/webhooks/delivery`,
+          SIMULATOR_WEBHOOK_SECRET: secret,
+          ...o.simulatorEnv,
+        },
+      });
+      await Promise.all([p.startBridge(), p.startWorker()]);
+      return p;
+    } catch (err) {
+      await p.stop();
+      throw err;
+    }
+  }
+
+  get worker(): RunningProcess | undefined {
+    return this.current.worker;
+  }
+
+  get bridge(): RunningProcess | undefined {
+    return this.current.bridge;
+  }
+
+  /** How many times each process has been started. */
+  get starts(): { worker: number; bridge: number } {
+    return { ...this.counts };
+  }
+
+  /** The payload codec the worker uses, for the test's own Temporal client. */
+  dataConverter() {
+    return dataConverterFromEnv(this.env);
+  }
+
+  async startWorker(): Promise<RunningProcess> {
+    const n = ++this.counts.worker;
+    this.current.worker = await this.group.start({
+      name: `worker#${n}`,
+      ...ENTRY.worker,
+      env: { ...this.env, LOG_LEVEL: 'WARN', WORKER_WORKFLOW_BUNDLE: this.workerBundle, ...this.o.workerEnv },
+    });
+    return this.current.worker;
+  }
+
+  async startBridge(): Promise<RunningProcess> {
+    const n = ++this.counts.bridge;
+    this.current.bridge = await this.group.start({
+      name: `bridge#${n}`,
+      ...ENTRY.bridge,
+      env: { ...this.env, BRIDGE_HOST: '127.0.0.1', BRIDGE_PORT: String(this.bridgePort), BRIDGE_RETRY_AFTER_SECONDS: '1', ...this.o.bridgeEnv },
+    });
+    return this.current.bridge;
+  }
+
+  /**
+   * Ends the worker with SIGKILL, or stops it as an operator would (SIGTERM: it finishes and
+   * exits; SIGKILL after a grace period), then starts it again; returns once the new one is ready.
+   */
+  async restartWorker(signal: 'SIGKILL' | 'SIGTERM'): Promise<void> {
+    await end(this.current.worker, signal);
+    await this.startWorker();
+  }
+
+  /** The same for the bridge, on the same port. */
+  async restartBridge(signal: 'SIGKILL' | 'SIGTERM'): Promise<void> {
+    await end(this.current.bridge, signal);
+    await this.startBridge();
+  }
+
+  async stop(): Promise<void> {
+    await this.group.stopAll();
+  }
+}
+
+async function end(p: RunningProcess | undefined, signal: 'SIGKILL' | 'SIGTERM'): Promise<void> {
+  if (signal === 'SIGKILL') await p?.kill('SIGKILL');
+  else await p?.stop();
+}
+
+export interface SimDelivery {
+  key_fingerprint: string;
+  delivery: DeliveryRecord;
+  order: OrderRecord;
+}
+
+/** The simulator's `/_sim` control API, over HTTP (the simulator runs in its own process). */
+export class SimulatorControl {
+  constructor(readonly url: string) {}
+
+  private async call<T>(method: string, path: string, body?: unknown): Promise<T> {
+    const res = await fetch(this.url + path, {
+      method,
+      signal: AbortSignal.timeout(30_000),
+      headers: body === undefined ? undefined : { 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await res.text();
+    if (!res.ok) throw new Error(`simulator ${method} ${path} answered ${res.status}: ${text.slice(0, 500)}`);
+    return JSON.parse(text) as T;
+  }
+
+  async deliveries(): Promise<SimDelivery[]> {
+    return (await this.call<{ data: SimDelivery[] }>('GET', '/_sim/deliveries')).data;
+  }
+
+  /** Sets a status (any string) of the delivery or of one destination, as the courier would. */
+  advance(deliveryId: string, change: { destination_id?: string; status?: string } = {}): Promise<DeliveryRecord> {
+    return this.call('POST', `/_sim/deliveries/${encodeURIComponent(deliveryId)}/advance`, change);
+  }
+
+  /** The simulator's log of API calls (method, path, status, time), oldest first. */
+  async requests(): Promise<RequestLogEntry[]> {
+    const all: RequestLogEntry[] = [];
+    for (let since = 0; ; ) {
+      const page = await this.call<{ data: RequestLogEntry[]; next: number }>('GET', `/_sim/requests?since=${since}&limit=5000`);
+      all.push(...page.data);
+      if (page.data.length < 5000) return all;
+      since = page.next;
+    }
+  }
+
+  /** Every webhook attempt so far, and each event's current fate. */
+  async webhooks(): Promise<{ attempts: WebhookAttempt[]; events: WebhookDispatch[] }> {
+    const all: WebhookAttempt[] = [];
+    let since = 0;
+    for (;;) {
+      const page = await this.call<{ data: (WebhookAttempt & { index: number })[]; next: number; events: WebhookDispatch[] }>('GET', `/_sim/webhooks?since=${since}&limit=5000`);
+      all.push(...page.data);
+      if (page.data.length < 5000) return { attempts: all, events: page.events };
+      since = page.next;
+    }
+  }
+}
