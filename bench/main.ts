@@ -42,9 +42,13 @@ async function main(): Promise<void> {
   };
   const dir = join(__dirname, 'results');
   mkdirSync(dir, { recursive: true });
-  writeFileSync(join(dir, `${name}.json`), JSON.stringify(result, null, 2) + '\n');
+  // A partial run (e.g. one phase of a benchmark) can keep its figures apart: BENCH_RESULTS_NAME=limits-window.
+  const file = `${process.env.BENCH_RESULTS_NAME ?? name}.json`;
+  writeFileSync(join(dir, file), JSON.stringify(result, null, 2) + '\n');
   console.table(figures);
-  console.log(`written to bench/results/${name}.json`);
+  console.log(`written to bench/results/${file}`);
+  // Bounded and done: leave even if a library still holds a handle open.
+  process.exit(0);
 }
 
 main().catch((err: Error) => {
