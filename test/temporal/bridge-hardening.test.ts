@@ -62,9 +62,10 @@ async function metrics(): Promise<Exposition> {
   return parsePrometheusText(await res.body.text());
 }
 
+/** Status signals only: the limiter's slot answers are signals too. */
 async function signalsIn(workflowId: string): Promise<number> {
   const history = await stack.temporal.workflow.getHandle(workflowId).fetchHistory();
-  return (history.events ?? []).filter((e) => e.workflowExecutionSignaledEventAttributes).length;
+  return (history.events ?? []).filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'statusChanged').length;
 }
 
 const webhooks = (outcome: string, reason: string) => ['bridge_webhooks_total', { outcome, reason }] as const;

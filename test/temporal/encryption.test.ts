@@ -60,10 +60,12 @@ it('stores no personal data in clear, yet the CLI and the codec endpoint show it
   const storedText = payloads.map((p) => Buffer.from(p.data ?? '', 'base64').toString('latin1')).join('\n');
   const secrets = ['Zwetschgenbaum', '+4915199988877', 'Geheimweg 42', order.pickup_location.address];
   for (const text of secrets) expect(storedText).not.toContain(text);
-  // Only search attributes and Temporal's own patch markers stay plain (the server must index
-  // them; ours hold no personal data by design). Everything else is ciphertext.
+  // Only search attributes and Temporal's own markers stay plain: patch markers, and the
+  // bookkeeping of local-activity markers (type, attempt, times; written by the SDK's core, not
+  // the data converter; their results are encrypted). The server must read them; ours hold no
+  // personal data by design. Everything else is ciphertext.
   const plain = payloads.filter((p) => Buffer.from(p.metadata?.encoding ?? '', 'base64').toString() !== 'binary/encrypted').map((p) => p.path!);
-  expect(plain.filter((path) => !/\/searchAttributes\/indexedFields\/|\/patch-data\//.test(path))).toEqual([]);
+  expect(plain.filter((path) => !/\/searchAttributes\/indexedFields\/|\/patch-data\/|\/markerRecordedEventAttributes\/details\/data\//.test(path))).toEqual([]);
   expect(payloads.length - plain.length).toBeGreaterThan(10);
   // Control: the same bytes, decrypted with the key, do hold the order.
   const decrypted = await codec.decode(payloads.map((p) => ({ metadata: Object.fromEntries(Object.entries(p.metadata ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64')])), data: Buffer.from(p.data ?? '', 'base64') })));
