@@ -126,6 +126,11 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
   const statusChanged = (before: string | undefined) => {
     if (state.status !== undefined && state.status !== before) upsertSearchAttributes([{ key: DeliveryStatus, value: state.status }]);
   };
+  const endBeforeCreation = (note: string) => {
+    state.cancellation = { requestedAt: now().toISOString(), outcome: 'before_creation' };
+    tracker.note(now(), note);
+    setPhase('ended');
+  };
   const takeRecord = (record: DeliveryRecord, source: 'provider' | 'reconciliation' = 'provider') => {
     const before = state.status;
     tracker.applyRecord(record, source, now());
@@ -198,11 +203,7 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
     // A cancellation that arrived with the quote's result still counts as "before creation".
     if (CancellationScope.current().consideredCancelled) throw new CancelledFailure('cancellation requested before creation');
   } catch (err) {
-    if (isCancellation(err)) {
-      state.cancellation = { requestedAt: now().toISOString(), outcome: 'before_creation' };
-      tracker.note(now(), 'cancelled before creation: nothing was created');
-      setPhase('ended');
-    }
+    if (isCancellation(err)) endBeforeCreation('cancelled before creation: nothing was created');
     throw err;
   }
 
@@ -251,12 +252,8 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
       );
       return (got as { value: DeliveryRecord }).value;
     } catch (err) {
-      if (isCancellation(err)) {
-        // Cancelled while waiting for a creation slot: no call was made.
-        state.cancellation = { requestedAt: now().toISOString(), outcome: 'before_creation' };
-        tracker.note(now(), 'cancelled while waiting to be created: nothing was created');
-        setPhase('ended');
-      }
+      // Cancelled while waiting for a creation slot: no call was made.
+      if (isCancellation(err)) endBeforeCreation('cancelled while waiting to be created: nothing was created');
       throw err;
     }
   }
