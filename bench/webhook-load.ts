@@ -1,0 +1,95 @@
+/**
+ * Load shapes shared by the webhooks benchmark (bench/webhooks.ts, the bridge side) and its
+ * raw-signal baseline (bench/raw-signals.ts, a process of its own), so both sides are driven
+ * the same way: a closed-loop pool at fixed concurrency, and an open loop at fixed arrival times.
+ */
+import { readFileSync } from 'node:fs';
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export interface Latencies {
+  p50: number;
+  p99: number;
+  max: number;
+  count: number;
+}
+
+export function percentile(sorted: number[], p: number): number {
+  return Number(sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]!.toFixed(2));
+}
+
+export function summarize(latencies: number[]): Latencies {
+  const sorted = [...latencies].sort((a, b) => a - b);
+  return { p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99), max: Number(sorted.at(-1)!.toFixed(2)), count: sorted.length };
+}
+
+/** Runs `one` over the items with `concurrency` callers; answers items per second. */
+export async function pool<T>(items: T[], concurrency: number, one: (item: T) => Promise<void>): Promise<number> {
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < items.length) await one(items[next++]!);
+    }),
+  );
+  return items.length / ((performance.now() - started) / 1000);
+}
+
+/**
+ * Open loop: item i is sent at started + i/perSecond whatever happened to the ones before, and
+ * its latency (ms) counts from that scheduled time, so any queueing (in the sender too) shows.
+ */
+export async function openLoop<T>(items: T[], perSecond: number, send: (item: T) => Promise<void>): Promise<number[]> {
+  const latencies: number[] = [];
+  const inFlight: Promise<void>[] = [];
+  const started = performance.now();
+  for (let i = 0; i < items.length; ) {
+    const now = performance.now();
+    while (i < items.length && started + (i * 1000) / perSecond <= now) {
+      const scheduled = started + (i * 1000) / perSecond;
+      inFlight.push(send(items[i]!).then(() => void latencies.push(performance.now() - scheduled)));
+      i++;
+    }
+    await sleep(1);
+  }
+  await Promise.all(inFlight);
+  return latencies;
+}
+
+/** One at a time, no load: the latency of each call on its own (ms). */
+export async function serial<T>(items: T[], send: (item: T) => Promise<void>): Promise<number[]> {
+  const latencies: number[] = [];
+  for (const item of items) {
+    const t0 = performance.now();
+    await send(item);
+    latencies.push(performance.now() - t0);
+  }
+  return latencies;
+}
+
+const TICKS_PER_SECOND = 100; // USER_HZ, 100 on every Linux this runs on
+
+/** CPU seconds (user + system, all threads) a process has used so far, from /proc; undefined when it is gone or not Linux. */
+export function processCpuSeconds(pid: number | undefined): number | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The machine's CPU seconds so far, busy and in all, summed over its cores, from /proc/stat. */
+export function machineCpuSeconds(): { busy: number; total: number } | undefined {
+  try {
+    const line = readFileSync('/proc/stat', 'utf8').split('\n')[0]!;
+    const t = line.trim().split(/\s+/).slice(1).map(Number);
+    const total = t.slice(0, 8).reduce((a, b) => a + b, 0);
+    const idle = (t[3] ?? 0) + (t[4] ?? 0);
+    return { busy: (total - idle) / TICKS_PER_SECOND, total: total / TICKS_PER_SECOND };
+  } catch {
+    return undefined;
+  }
+}
