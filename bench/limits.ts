@@ -23,8 +23,8 @@ import { DeliveryClient } from '../client/delivery-client';
 import { ProviderClient } from '../provider/client';
 import { RateLimitedError, ProviderUnavailableError } from '../provider/errors';
 import { PROVIDER_RATE_LIMITS, type CallFamily, type RateLimit } from '../provider/limits';
-import { ensureTemporalCli } from '../scripts/temporal-cli';
-import { startDevServer, type DevServer } from '../scripts/temporal-dev-server';
+import type { DevServer } from '../scripts/temporal-dev-server';
+import { startBenchServer } from './bench-server';
 import { keyFingerprint } from '../simulator/auth';
 import { createSimulator, type Simulator, type SimulatorOptions } from '../simulator/server';
 import { deliveryRequest, destination } from '../test/fixtures/orders';
@@ -458,15 +458,7 @@ function countBy(xs: string[]): Record<string, number> {
 }
 
 export async function limitsBenchmark(): Promise<Record<string, number | string>> {
-  const watchdog = setTimeout(() => {
-    progress(`time limit of ${TIME_LIMIT_MS / 60_000} min reached; stopping`);
-    process.exit(1);
-  }, TIME_LIMIT_MS);
-  watchdog.unref();
-
-  const cli = await ensureTemporalCli(progress);
-  progress('starting a Temporal dev server (one partition per task queue)...');
-  const server = await startDevServer({ cli, namespace: 'default' });
+  const { cli, server } = await startBenchServer(progress, TIME_LIMIT_MS);
   const connection = await Connection.connect({ address: server.address });
   const ctx: Context = { server, cli, temporal: new Client({ connection, namespace: server.namespace }), bundle: await prebuiltBundle() };
   const figures: Record<string, number | string> = {

@@ -32,8 +32,8 @@ import { Agent, request } from 'undici';
 import { WEBHOOK_PATH } from '../bridge/server';
 import { DeliveryClient } from '../client/delivery-client';
 import { generateWebhookSecret, signWebhook } from '../provider/webhook-signature';
-import { ensureTemporalCli } from '../scripts/temporal-cli';
-import { freePort, startDevServer } from '../scripts/temporal-dev-server';
+import { freePort } from '../scripts/temporal-dev-server';
+import { startBenchServer } from './bench-server';
 import { createSimulator } from '../simulator/server';
 import { deliveryRequest } from '../test/fixtures/orders';
 import { statusQuery } from '../workflows/messages';
@@ -84,15 +84,7 @@ type Side = 'bridge' | 'raw';
 type Parts = 'temporal' | 'worker' | 'bridge' | 'raw_script' | 'bench';
 
 export async function webhooksBenchmark(): Promise<Record<string, number | string>> {
-  const watchdog = setTimeout(() => {
-    progress(`time limit of ${TIME_LIMIT_MS / 60_000} min reached; stopping`);
-    process.exit(1);
-  }, TIME_LIMIT_MS);
-  watchdog.unref();
-
-  const cli = await ensureTemporalCli(progress);
-  progress('starting a Temporal dev server...');
-  const server = await startDevServer({ cli, namespace: 'default' });
+  const { server, watchdog } = await startBenchServer(progress, TIME_LIMIT_MS);
   const cleanup: (() => Promise<unknown> | void)[] = [() => server.stop()];
   try {
     const unlimited = { limit: 1_000_000 };
