@@ -82,7 +82,7 @@ export class ProviderSlots {
         result = await guarded(() => call(attempt, unclear, answer.notBefore));
       } catch (err) {
         const outcome = outcomeOf(err);
-        await this.release(answer.requestId, { answeredAt: Date.now(), ...outcome });
+        await this.release(c.family, answer.requestId, { answeredAt: Date.now(), ...outcome });
         if (!outcome.retryable) throw err;
         // Only a 429 proves nothing was created (a 5xx may come after the work); looking costs one read.
         unclear ||= outcome.outcome !== 'rate_limited';
@@ -92,7 +92,7 @@ export class ProviderSlots {
         if (outcome.outcome === 'unclear') await guarded(() => sleep(Math.min(MAX_BACKOFF_MS, 1_000 * 2 ** (++unclearFailures - 1))));
         continue;
       }
-      await this.release(answer.requestId, { answeredAt: result.answeredAt, outcome: 'answered', quote: c.fingerprint ? (result.value as Quote) : undefined });
+      await this.release(c.family, answer.requestId, { answeredAt: result.answeredAt, outcome: 'answered', quote: c.fingerprint ? (result.value as Quote) : undefined });
       return { value: result.value };
     }
   }
@@ -110,15 +110,10 @@ export class ProviderSlots {
     }
     const answer = this.answers.get(number)!;
     this.answers.delete(number);
-    this.family.set(requestId, c.family);
     return answer;
   }
 
-  private readonly family = new Map<string, CallFamily>();
-
-  private async release(requestId: string, r: { answeredAt: number; outcome: CallOutcome; retryAfterMs?: number; quote?: Quote }): Promise<void> {
-    const family = this.family.get(requestId)!;
-    this.family.delete(requestId);
+  private async release(family: CallFamily, requestId: string, r: { answeredAt: number; outcome: CallOutcome; retryAfterMs?: number; quote?: Quote }): Promise<void> {
     await CancellationScope.nonCancellable(() =>
       this.signal(family, slotReleasedSignal, { requestId, answeredAt: r.answeredAt, outcome: r.outcome, retryAfterMs: r.retryAfterMs, quote: r.quote }),
     );
