@@ -27,7 +27,7 @@ import {
 import type { ProviderActivities } from '../activities/provider-activities';
 import { canUpdate, isTerminalDestination } from '../provider/lifecycle';
 import type { CallFamily } from '../provider/limits';
-import { UpdateDeliveryRequestSchema, type CreateDeliveryRequest, type DeliveryRecord, type Quote, type UpdateDeliveryRequest } from '../provider/schemas';
+import type { CreateDeliveryRequest, DeliveryRecord, Quote, UpdateDeliveryRequest } from '../provider/schemas';
 import { describeIssues, fieldIssues } from '../provider/validation';
 import { NON_RETRYABLE_PROVIDER_FAILURES, PROVIDER_FAILURE_TYPES, WORKFLOW_FAILURE_TYPES } from './failures';
 import {
@@ -404,9 +404,20 @@ function isConflict(err: unknown): boolean {
   return cause instanceof ApplicationFailure && cause.type === PROVIDER_FAILURE_TYPES.conflict;
 }
 
+/**
+ * The contract's schemas, loaded on first use. Each workflow instance evaluates its own copy of
+ * every module it imports at start (the SDK's reusable V8 context keeps module state apart), and
+ * zod with all the contract's schemas cost about 27 ms of CPU and 1 MiB of heap per instance
+ * (docs/benchmarks.md, scale). Only a workflow asked for an update needs them, so only it pays.
+ */
+function contractSchemas(): typeof import('../provider/schemas') {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- a lazy, synchronous load (validators cannot await)
+  return require('../provider/schemas') as typeof import('../provider/schemas');
+}
+
 /** Synchronous update validator: rejects a bad or disallowed change before it reaches history. */
 function validateUpdate(state: DeliveryState, patch: UpdateDeliveryRequest): void {
-  const parsed = UpdateDeliveryRequestSchema.safeParse(patch);
+  const parsed = contractSchemas().UpdateDeliveryRequestSchema.safeParse(patch);
   if (!parsed.success) throw new Error(`invalid update: ${describeIssues(fieldIssues(parsed.error))}`);
   if (state.deliveryId === undefined || state.phase !== 'following') {
     throw new Error(`the delivery cannot be updated yet or any more (it is ${state.phase})`);
