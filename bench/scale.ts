@@ -31,11 +31,9 @@
  * for a quick validation run.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { appendFileSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { appendFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client, Connection, ServiceError, type WorkflowHandle } from '@temporalio/client';
-import { bundleWorkflowCode } from '@temporalio/worker';
 import { DeliveryClient } from '../client/delivery-client';
 import { dataConverterFromEnv, generatePayloadKey } from '../client/payload-codec';
 import type { CallFamily, RateLimit } from '../provider/limits';
@@ -70,49 +68,43 @@ const PROGRESS_MS = 5_000;
 /** For diagnosis: extra Node flags for every worker (e.g. `--trace-gc`) and a file that gets all of its output. */
 const EXTRA_WORKER_FLAGS = (process.env.SCALE_BENCH_WORKER_FLAGS ?? '').split(/\s+/).filter(Boolean);
 const WORKER_LOG = process.env.SCALE_BENCH_WORKER_LOG;
-/** The variant's modules, loaded once per worker thread instead of once per workflow (the SDK's preloadModules). */
-const PRELOAD_MODULES = (process.env.SCALE_BENCH_PRELOAD_MODULES ?? 'zod,provider/schemas,provider/validation').split(',').map((m) => m.trim()).filter(Boolean);
 
 /**
- * The worker configurations, `;`-separated, each `cache=N[,heap=MiB][,tasks=N][,preload]`:
+ * The worker configurations, `;`-separated, each `cache=N[,heap=MiB][,tasks=N]`:
  * cache = WORKER_MAX_CACHED_WORKFLOWS; heap = the worker's `--max-old-space-size` (absent: Node's
- * default, about 4 GiB here); tasks = WORKER_MAX_CONCURRENT_WORKFLOW_TASKS (default 40, the SDK's);
- * preload = a variant, NOT what `npm run worker` runs: a workflow bundle built here with
- * PRELOAD_MODULES preloaded, handed over through WORKER_WORKFLOW_BUNDLE. The first configuration's
+ * default, about 4 GiB here); tasks = WORKER_MAX_CONCURRENT_WORKFLOW_TASKS (default 40, the SDK's).
+ * The first configuration's
  * worker creates the deliveries; each further one gets a fresh worker that is warmed with one
  * signal to as many random deliveries as it caches.
  */
-const WORKERS = (process.env.SCALE_BENCH_WORKERS ?? 'cache=100,heap=384;cache=500;cache=500,preload').split(';').map(parseWorkerConfig);
+const WORKERS = (process.env.SCALE_BENCH_WORKERS ?? 'cache=1000,heap=512;cache=100,heap=384;cache=3000').split(';').map(parseWorkerConfig);
 
 interface WorkerConfig {
   cache: number;
   heapMiB?: number;
   workflowTasks: number;
   activities: number;
-  preload: boolean;
 }
 
 function parseWorkerConfig(text: string): WorkerConfig {
-  const c: WorkerConfig = { cache: NaN, workflowTasks: 40, activities: 100, preload: false };
+  const c: WorkerConfig = { cache: NaN, workflowTasks: 40, activities: 100 };
   for (const part of text.split(',').map((p) => p.trim()).filter(Boolean)) {
     const [key, value] = part.split('=') as [string, string | undefined];
     const n = Number(value);
-    if (key === 'preload' && value === undefined) c.preload = true;
-    else if (value === undefined || !Number.isInteger(n) || n < 0) throw new Error(`SCALE_BENCH_WORKERS: "${part}" must be key=integer (in "${text}")`);
+    if (value === undefined || !Number.isInteger(n) || n < 0) throw new Error(`SCALE_BENCH_WORKERS: "${part}" must be key=integer (in "${text}")`);
     else if (key === 'cache') c.cache = n;
     else if (key === 'heap') c.heapMiB = n;
     else if (key === 'tasks') c.workflowTasks = n;
     else if (key === 'activities') c.activities = n;
-    else throw new Error(`SCALE_BENCH_WORKERS: unknown setting "${key}" (cache, heap, tasks, activities, preload)`);
+    else throw new Error(`SCALE_BENCH_WORKERS: unknown setting "${key}" (cache, heap, tasks, activities)`);
   }
   if (Number.isNaN(c.cache)) throw new Error(`SCALE_BENCH_WORKERS: "${text}" needs cache=N`);
   return c;
 }
 
-const tagOf = (c: WorkerConfig) => `c${c.cache}${c.heapMiB ? `_h${c.heapMiB}` : ''}${c.workflowTasks !== 40 ? `_t${c.workflowTasks}` : ''}${c.preload ? '_preload' : ''}`;
+const tagOf = (c: WorkerConfig) => `c${c.cache}${c.heapMiB ? `_h${c.heapMiB}` : ''}${c.workflowTasks !== 40 ? `_t${c.workflowTasks}` : ''}`;
 const describeConfig = (c: WorkerConfig) =>
-  `cache ${c.cache}, ${c.heapMiB ? `--max-old-space-size=${c.heapMiB}` : 'default heap limit'}, ${c.workflowTasks} workflow task slots, ${c.activities} activity slots per provider queue, ` +
-  (c.preload ? `VARIANT bundle preloading ${PRELOAD_MODULES.join(' ')}` : 'bundled by the worker as npm run worker does');
+  `cache ${c.cache}, ${c.heapMiB ? `--max-old-space-size=${c.heapMiB}` : 'default heap limit'}, ${c.workflowTasks} workflow task slots, ${c.activities} activity slots per provider queue`;
 
 const TASK_QUEUE = 'scale-deliveries';
 const RAW_TASK_QUEUE = 'scale-raw-starts'; // no worker polls it
@@ -348,16 +340,11 @@ export async function scaleBenchmark(): Promise<Record<string, number | string>>
     const references = Array.from({ length: DELIVERIES }, (_, i) => `SCALE-${i}`);
     Object.assign(figures, await measureStarts(new DeliveryClient({ temporal: startClient, taskQueue: TASK_QUEUE }), rawClient, references, server.process.pid));
 
-    let bundleFile: string | undefined;
     const ms = (l: RateLimit) => `${l.limit}/${l.windowMs}ms`;
     const workerEnv = async (c: WorkerConfig): Promise<Record<string, string>> => {
       const env: Record<string, string> = {};
       // Nothing of the caller's Temporal, provider or worker settings leaks into the run.
       for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !/^(TEMPORAL_|DELIVERY_|PROVIDER_|WORKER_|SIMULATOR_|NODE_OPTIONS$)/.test(k)) env[k] = v;
-      if (c.preload && !bundleFile) {
-        bundleFile = await preloadingBundle();
-        cleanup.push(async () => rmSync(bundleFile!, { force: true }));
-      }
       return {
         ...env,
         TEMPORAL_ADDRESS: server!.address,
@@ -372,7 +359,6 @@ export async function scaleBenchmark(): Promise<Record<string, number | string>>
         WORKER_MAX_CONCURRENT_WORKFLOW_TASKS: String(c.workflowTasks),
         WORKER_MAX_CONCURRENT_ACTIVITIES: String(c.activities),
         LOG_LEVEL: 'WARN',
-        ...(c.preload ? { WORKER_WORKFLOW_BUNDLE: bundleFile! } : {}),
       };
     };
     const startWorker = async (c: WorkerConfig): Promise<WorkerProcess> => {
@@ -427,11 +413,6 @@ export async function scaleBenchmark(): Promise<Record<string, number | string>>
 
     // 5. Further configurations, each with a fresh worker.
     for (const config of WORKERS.slice(1)) {
-      if (config.preload && !workerTakesBundle()) {
-        progress(`skipping ${tagOf(config)}: this worker/main.ts does not read WORKER_WORKFLOW_BUNDLE`);
-        figures[`${tagOf(config)}_settings`] = 'skipped: worker/main.ts does not read WORKER_WORKFLOW_BUNDLE';
-        continue;
-      }
       await stopWorker(worker!);
       const w = await startWorker(config);
       const tag = tagOf(config);
@@ -471,26 +452,6 @@ export async function scaleBenchmark(): Promise<Record<string, number | string>>
     process.removeListener('SIGINT', onSignal);
     process.removeListener('SIGTERM', onSignal);
   }
-}
-
-function workerTakesBundle(): boolean {
-  return readFileSync(join(ROOT, 'worker/main.ts'), 'utf8').includes('WORKER_WORKFLOW_BUNDLE');
-}
-
-/** The variant bundle: the given modules preloaded into the worker's shared V8 context. */
-async function preloadingBundle(): Promise<string> {
-  if (!workerTakesBundle()) throw new Error('the preload variant needs a worker that reads WORKER_WORKFLOW_BUNDLE');
-  const modules = PRELOAD_MODULES.map((m) => (m.startsWith('.') || m.includes('/') ? require.resolve(join(ROOT, m)) : m));
-  progress(`bundling the workflows with ${modules.join(', ')} preloaded...`);
-  const quiet = () => undefined;
-  const { code } = await bundleWorkflowCode({
-    workflowsPath: require.resolve(join(ROOT, 'workflows')),
-    preloadModules: modules,
-    logger: { trace: quiet, debug: quiet, info: quiet, log: quiet, warn: quiet, error: (m: string) => progress(m) },
-  });
-  const file = join(tmpdir(), `scale-bench-workflows-${process.pid}.js`);
-  writeFileSync(file, code);
-  return file;
 }
 
 function prefixed(tag: string, f: Record<string, number | string>): Record<string, number | string> {
