@@ -48,7 +48,7 @@ import {
 import { deliveryStaticDetails, deliverySummary } from '../workflows/details';
 import { quoteFingerprint } from '../workflows/quote-fingerprint';
 import * as SearchAttributes from '../workflows/search-attributes';
-import { deliveryWorkflowId, referenceFromWorkflowId } from '../workflows/task-queues';
+import { deliveryPriority, deliveryWorkflowId, referenceFromWorkflowId } from '../workflows/task-queues';
 import { dataConverterFromEnv } from './payload-codec';
 import { temporalSettingsFromEnv, type TemporalSettings } from './temporal-config';
 
@@ -184,6 +184,7 @@ export class DeliveryClient {
         ]),
         staticSummary: deliverySummary(input),
         staticDetails: deliveryStaticDetails(input),
+        priority: deliveryPriority(input.order.is_food),
       });
       return { reference: input.reference, workflowId, alreadyStarted: false };
     } catch (err) {
@@ -205,6 +206,7 @@ export class DeliveryClient {
         workflowId: `quote:${crypto.randomUUID()}`,
         args: [parsed.data],
         staticSummary: `quote · ${parsed.data.destinations.length} stop(s)${parsed.data.is_food ? ' · food' : ''}`,
+        priority: deliveryPriority(parsed.data.is_food),
       });
     } catch (err) {
       throw explainFailure(err);

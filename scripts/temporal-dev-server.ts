@@ -31,6 +31,15 @@ export interface DevServer {
   stop(): Promise<void>;
 }
 
+/**
+ * Server settings the project relies on; deploy/temporal-dynamic-config.yaml sets the same for
+ * docker-compose (test/unit/docker-compose.test.ts keeps them in step):
+ * - one partition per task queue, so a queue's server-side rate limit is enforced in one place;
+ * - the priority matcher, so food deliveries' tasks go first when a queue backs up
+ *   (workflows/task-queues.ts, deliveryPriority).
+ */
+export const DEV_SERVER_DYNAMIC_CONFIG = ['matching.numTaskqueueReadPartitions=1', 'matching.numTaskqueueWritePartitions=1', 'matching.useNewMatcher=true'] as const;
+
 /** The flags that make the dev server match what the project needs. */
 export function devServerArgs(o: { port: number; uiPort?: number; dbFilename?: string; namespace: string }): string[] {
   const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(o.port), '--namespace', o.namespace, '--log-level', 'warn'];
@@ -38,7 +47,7 @@ export function devServerArgs(o: { port: number; uiPort?: number; dbFilename?: s
   else args.push('--headless');
   if (o.dbFilename) args.push('--db-filename', o.dbFilename);
   for (const key of DELIVERY_SEARCH_ATTRIBUTES) args.push('--search-attribute', `${key.name}=${searchAttributeFlagType(key.type)}`);
-  for (const v of ['matching.numTaskqueueReadPartitions=1', 'matching.numTaskqueueWritePartitions=1']) args.push('--dynamic-config-value', v);
+  for (const v of DEV_SERVER_DYNAMIC_CONFIG) args.push('--dynamic-config-value', v);
   return args;
 }
 

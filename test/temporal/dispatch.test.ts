@@ -5,6 +5,7 @@
  */
 import { limiterStatusQuery, limiterWorkflowId } from '../../workflows/limiter-messages';
 import type { DeliveryOrder } from '../../workflows/messages';
+import { deliveryWorkflowId } from '../../workflows/task-queues';
 import { createProviderActivities } from '../../activities/provider-activities';
 import { ProviderClient } from '../../provider/client';
 import { InvalidInputError } from '../../client/delivery-client';
@@ -71,6 +72,9 @@ describe('dispatch through the window limiter', () => {
     const rank = new Map([...created].sort((a, b) => a.delivery.created_at.localeCompare(b.delivery.created_at)).map((d, i) => [d.delivery.reference_number, i]));
     const lastTen = [...rank.entries()].filter(([, i]) => i >= 50).map(([r]) => r);
     expect(orders.filter((o) => o.order.is_food && lastTen.includes(o.reference))).toEqual([]);
+    // ...also because their tasks went first in Temporal's queues (the server's priority matcher).
+    const priorityOf = async (reference: string) => (await stack.temporal.workflow.getHandle(deliveryWorkflowId(reference)).describe()).priority?.priorityKey;
+    expect([await priorityOf(orders[55]!.reference), await priorityOf(orders[5]!.reference)]).toEqual([1, 3]);
     // 57 distinct orders, 57 quotes: the three twins reused their twin's quote.
     expect(posts(stack, '/v1/quotes')).toHaveLength(57);
     const twin = await stack.deliveries.getStatus(orders[16]!.reference);
