@@ -76,9 +76,8 @@ const WORKER_LOG = process.env.SCALE_BENCH_WORKER_LOG;
  * The worker configurations, `;`-separated, each `cache=N[,heap=MiB][,tasks=N]`:
  * cache = WORKER_MAX_CACHED_WORKFLOWS; heap = the worker's `--max-old-space-size` (absent: Node's
  * default, about 4 GiB here); tasks = WORKER_MAX_CONCURRENT_WORKFLOW_TASKS (default 40, the SDK's).
- * The first configuration's
- * worker creates the deliveries; each further one gets a fresh worker that is warmed with one
- * signal to as many random deliveries as it caches.
+ * The first configuration's worker creates the deliveries; each further one gets a fresh worker
+ * that is warmed with one signal to as many random deliveries as it caches.
  */
 const WORKERS = (process.env.SCALE_BENCH_WORKERS ?? 'cache=500,heap=512;cache=100,heap=384;cache=1500,heap=896').split(';').map(parseWorkerConfig);
 
@@ -466,16 +465,16 @@ export async function scaleBenchmark(): Promise<Record<string, number | string>>
  */
 async function settle(w: WorkerProcess, server: DevServer): Promise<Record<string, number>> {
   const t0 = performance.now();
-  const busy: number[] = [];
+  let first: number | undefined;
   for (;;) {
     const before = { worker: cpuSecondsOf(w.child.pid), server: cpuSecondsOf(server.process.pid) };
     await sleep(5_000);
     const use = Math.max(cpuSecondsOf(w.child.pid) - before.worker, cpuSecondsOf(server.process.pid) - before.server) / 5;
-    busy.push(use);
+    first ??= use;
     const waited = (performance.now() - t0) / 1000;
     progress(`settling after creation: busiest of worker and dev server at ${(use * 100).toFixed(0)}% of a core over 5 s (${waited.toFixed(0)} s)`);
     if (use < 0.1 || waited >= SETTLE_MAX_S) {
-      return { settle_s: Math.round(waited), settle_first_5s_core_use: Number(busy[0]!.toFixed(2)), settle_last_5s_core_use: Number(use.toFixed(2)) };
+      return { settle_s: Math.round(waited), settle_first_5s_core_use: Number(first.toFixed(2)), settle_last_5s_core_use: Number(use.toFixed(2)) };
     }
   }
 }
