@@ -39,12 +39,12 @@ import { Client, Connection, ServiceError, type WorkflowHandle } from '@temporal
 import { DeliveryClient } from '../client/delivery-client';
 import { dataConverterFromEnv, generatePayloadKey } from '../client/payload-codec';
 import type { CallFamily, RateLimit } from '../provider/limits';
-import { ensureTemporalCli } from '../scripts/temporal-cli';
-import { startDevServer, type DevServer } from '../scripts/temporal-dev-server';
+import type { DevServer } from '../scripts/temporal-dev-server';
 import { createSimulator, type Simulator } from '../simulator/server';
 import { deliveryRequest, destination } from '../test/fixtures/orders';
 import { statusChangedSignal, statusQuery, type DeliveryOrder, type DeliveryState, type DeliveryWorkflowInput, type FollowUpSettings, type StatusChange } from '../workflows/messages';
 import { deliveryWorkflowId } from '../workflows/task-queues';
+import { startBenchServer } from './bench-server';
 
 const num = (name: string, fallback: number) => {
   const v = process.env[name];
@@ -298,12 +298,7 @@ export async function scaleBenchmark(): Promise<Record<string, number | string>>
     worker?.child.kill('SIGKILL');
     server?.process.kill('SIGKILL');
   };
-  const watchdog = setTimeout(() => {
-    progress(`time limit of ${TIME_LIMIT_MS / 60_000} min reached; killing the worker and the dev server and stopping`);
-    killChildren();
-    process.exit(1);
-  }, TIME_LIMIT_MS);
-  watchdog.unref();
+  let watchdog: NodeJS.Timeout | undefined;
   const onSignal = () => {
     killChildren();
     process.exit(130);
@@ -318,9 +313,7 @@ export async function scaleBenchmark(): Promise<Record<string, number | string>>
     payloads: 'encrypted (AES-256-GCM codec, as npm start runs)',
   };
   try {
-    const cli = await ensureTemporalCli(progress);
-    progress('starting a Temporal dev server (in memory)...');
-    server = await startDevServer({ cli, namespace: 'default' });
+    ({ server, watchdog } = await startBenchServer(progress, TIME_LIMIT_MS, () => worker?.child.kill('SIGKILL')));
     cleanup.unshift(() => server!.stop());
     const sim = createSimulator({ rateLimits: LIMITS, autoAdvanceMs: 0, logCap: 1_000, onError: (m) => progress(`simulator: ${m}`) });
     const { url: simUrl } = await sim.listen(0, '127.0.0.1');
