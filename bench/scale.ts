@@ -45,6 +45,7 @@ import { deliveryRequest, destination } from '../test/fixtures/orders';
 import { statusChangedSignal, statusQuery, type DeliveryOrder, type DeliveryState, type DeliveryWorkflowInput, type FollowUpSettings, type StatusChange } from '../workflows/messages';
 import { deliveryWorkflowId } from '../workflows/task-queues';
 import { startBenchServer } from './bench-server';
+import { processCpuSeconds, sleep } from './webhook-load';
 
 const num = (name: string, fallback: number) => {
   const v = process.env[name];
@@ -122,7 +123,6 @@ const ROOT = join(__dirname, '..');
 
 const benchStarted = Date.now();
 const progress = (line: string) => process.stderr.write(`[scale ${Math.round((Date.now() - benchStarted) / 1000)}s] ${line}\n`);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function percentile(sorted: number[], p: number): number {
   return Number(sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]!.toFixed(1));
@@ -175,17 +175,8 @@ function memoryOf(pid: number | undefined): Memory | undefined {
   }
 }
 
-/** User + system CPU seconds a process has used (clock ticks of 1/100 s on Linux). */
-function cpuSecondsOf(pid: number | undefined): number {
-  if (pid === undefined) return NaN;
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / 100;
-  } catch {
-    return NaN;
-  }
-}
+/** User + system CPU seconds a process has used; NaN when it is gone, so sums and differences stay numbers. */
+const cpuSecondsOf = (pid: number | undefined): number => processCpuSeconds(pid) ?? NaN;
 
 const mib = (x: number | undefined) => (x === undefined || Number.isNaN(x) ? 'n/a' : `${Math.round(x)} MiB`);
 

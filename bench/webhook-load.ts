@@ -2,6 +2,7 @@
  * Load shapes shared by the webhooks benchmark (bench/webhooks.ts, the bridge side) and its
  * raw-signal baseline (bench/raw-signals.ts, a process of its own), so both sides are driven
  * the same way: a closed-loop pool at fixed concurrency, and an open loop at fixed arrival times.
+ * The /proc readings of CPU time are also used by the scale benchmark.
  */
 import { readFileSync } from 'node:fs';
 
