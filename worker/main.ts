@@ -3,7 +3,7 @@
  * environment (by default the local stack). The API key is read here, from the environment, and
  * never travels through Temporal.
  */
-import { Client, Connection, type ConnectionOptions } from '@temporalio/client';
+import { Client } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, type LogLevel, type NativeConnectionOptions } from '@temporalio/worker';
 import { dataConverterFromEnv } from '../client/payload-codec';
 import { temporalSettingsFromEnv } from '../client/temporal-config';
@@ -51,14 +51,15 @@ async function main(): Promise<void> {
   const client = new ProviderClient(provider);
   const dispatch = dispatchSettingsFromEnv();
   const connection = await NativeConnection.connect(temporal.connectionOptions as NativeConnectionOptions);
-  const clientConnection = await Connection.connect(temporal.connectionOptions as ConnectionOptions);
   const dataConverter = dataConverterFromEnv();
   const workers = await createDeliveryWorkers({
     connection,
     namespace: temporal.namespace,
     taskQueue: temporal.taskQueue,
     activities: createProviderActivities(client),
-    client: new Client({ connection: clientConnection, namespace: temporal.namespace, dataConverter }),
+    // The worker's own calls (limiter start, slot requests, answers) share the native connection:
+    // its transport runs off the JavaScript thread, which the workflow tasks keep busy.
+    client: new Client({ connection, namespace: temporal.namespace, dataConverter }),
     dispatch,
     dataConverter,
     maxCachedWorkflows: env.WORKER_MAX_CACHED_WORKFLOWS,
@@ -77,7 +78,6 @@ async function main(): Promise<void> {
   );
   await workers.run();
   await connection.close();
-  await clientConnection.close();
   await client.close();
 }
 

@@ -12,7 +12,7 @@
 import type { DataConverter } from '@temporalio/common';
 import { bundleWorkflowCode, Worker, type NativeConnection, type WorkflowBundle, type WorkflowBundleOption } from '@temporalio/worker';
 import type { Client } from '@temporalio/client';
-import { createDispatchActivities } from '../activities/dispatch-activities';
+import { createDispatchActivities, startProviderLimiters } from '../activities/dispatch-activities';
 import type { ProviderActivities } from '../activities/provider-activities';
 import type { CallFamily } from '../provider/limits';
 import { limiterTaskQueue, providerTaskQueues } from '../workflows/task-queues';
@@ -64,11 +64,12 @@ export async function createDeliveryWorkers(o: DeliveryWorkerOptions): Promise<D
   const base = { connection: o.connection, namespace: o.namespace, dataConverter: o.dataConverter };
 
   const workflowBundle = o.workflowBundle ?? (await bundleWorkflows());
+  const dispatchActivities = createDispatchActivities({ client: o.client, settings: dispatch });
   const workflowWorker = await Worker.create({
     ...base,
     taskQueue: o.taskQueue,
     workflowBundle,
-    activities: createDispatchActivities({ client: o.client, settings: dispatch }),
+    activities: dispatchActivities,
     maxCachedWorkflows: o.maxCachedWorkflows,
     maxConcurrentWorkflowTaskExecutions: o.maxConcurrentWorkflowTasks,
     stickyQueueScheduleToStartTimeout: o.stickyQueueTimeoutMs ?? DEFAULT_STICKY_QUEUE_TIMEOUT_MS,
@@ -78,6 +79,7 @@ export async function createDeliveryWorkers(o: DeliveryWorkerOptions): Promise<D
     ...base,
     taskQueue: limiterTaskQueue(o.taskQueue),
     workflowBundle,
+    activities: dispatchActivities, // its answers go out by local activity
     stickyQueueScheduleToStartTimeout: o.stickyQueueTimeoutMs ?? DEFAULT_STICKY_QUEUE_TIMEOUT_MS,
   });
   const slotted = (family: CallFamily) => dispatch.limiter === 'window' && family !== 'other';
@@ -95,6 +97,7 @@ export async function createDeliveryWorkers(o: DeliveryWorkerOptions): Promise<D
     ),
   );
   const workers = [workflowWorker, limiterWorker, ...activityWorkers];
+  if (dispatch.limiter === 'window') await startProviderLimiters(o.client, o.taskQueue, dispatch);
 
   const shutdown = () => {
     for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();

@@ -14,6 +14,7 @@ import {
   condition,
   getExternalWorkflowHandle,
   isCancellation,
+  patched,
   proxyLocalActivities,
   setHandler,
   sleep,
@@ -30,6 +31,8 @@ import type { CallOutcome, SlotAnswer } from './slot-window';
 
 const MAX_BACKOFF_MS = 60_000;
 const local = proxyLocalActivities<DispatchActivities>({ startToCloseTimeout: '10 seconds' });
+/** A release must arrive (the slot is otherwise held until its lease ends): no attempt limit. */
+const releases = proxyLocalActivities<DispatchActivities>({ startToCloseTimeout: '10 seconds', retry: { maximumInterval: '5 seconds' } });
 
 export function dispatchSettings() {
   return local.dispatchSettings();
@@ -58,7 +61,8 @@ export class ProviderSlots {
 
   constructor() {
     // Keyed by the request's number alone: the answer reached this workflow by its ID already,
-    // and a replay (under another ID) must match it the same way.
+    // and a replay (under another ID) must match it the same way. A repeated answer (the
+    // limiter's delivery was retried) is for a number already taken, and never read.
     setHandler(slotAnsweredSignal, (a) => void this.answers.set(requestNumber(a.requestId), a));
   }
 
@@ -114,8 +118,12 @@ export class ProviderSlots {
   }
 
   private async release(family: CallFamily, requestId: string, r: { answeredAt: number; outcome: CallOutcome; retryAfterMs?: number; quote?: Quote }): Promise<void> {
+    const release = { requestId, answeredAt: r.answeredAt, outcome: r.outcome, retryAfterMs: r.retryAfterMs, quote: r.quote };
+    // Workflows that released by signal command before keep doing so (their histories say so).
     await CancellationScope.nonCancellable(() =>
-      this.signal(family, slotReleasedSignal, { requestId, answeredAt: r.answeredAt, outcome: r.outcome, retryAfterMs: r.retryAfterMs, quote: r.quote }),
+      patched('release-by-activity')
+        ? releases.releaseProviderSlot({ family, taskQueue: workflowInfo().taskQueue, release })
+        : this.signal(family, slotReleasedSignal, release),
     );
   }
 

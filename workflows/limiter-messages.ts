@@ -36,3 +36,8 @@ export const limiterStatusQuery = defineQuery<LimiterStatus>('limiterStatus');
 export function limiterWorkflowId(taskQueue: string, family: CallFamily): string {
   return `provider-limiter:${taskQueue}:${family}`;
 }
+
+/** Request ids are `<requester workflow id>#<n>`, so any answer finds its way back. */
+export function requesterFromId(requestId: string): string {
+  return requestId.slice(0, requestId.lastIndexOf('#'));
+}

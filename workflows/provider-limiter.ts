@@ -7,9 +7,11 @@
  * crashed worker loses nothing, and time comes from Temporal timers. The history stays bounded
  * by continuing as new with the whole state.
  */
-import { condition, continueAsNew, getExternalWorkflowHandle, setCurrentDetails, setHandler, workflowInfo } from '@temporalio/workflow';
+import { condition, continueAsNew, getExternalWorkflowHandle, patched, proxyLocalActivities, setCurrentDetails, setHandler, workflowInfo } from '@temporalio/workflow';
+import type { DispatchActivities } from '../activities/dispatch-activities';
 import {
   limiterStatusQuery,
+  requesterFromId,
   slotAnsweredSignal,
   slotReleasedSignal,
   slotRequestedSignal,
@@ -20,6 +22,9 @@ import { SlotWindow, type SlotAnswer } from './slot-window';
 
 /** Continue as new well before Temporal's limits (signals per run, history size). */
 const LIMITER_HISTORY_LIMIT = 5_000;
+
+/** No attempt limit: an answer that is never delivered leaves its order waiting for good. */
+const answers = proxyLocalActivities<DispatchActivities>({ startToCloseTimeout: '10 seconds', retry: { maximumInterval: '5 seconds' } });
 
 export async function providerLimiter(input: LimiterInput): Promise<never> {
   const window = input.resume ? new SlotWindow(input.resume) : SlotWindow.empty(input.config);
@@ -50,19 +55,31 @@ export async function providerLimiter(input: LimiterInput): Promise<never> {
 
   /** Answers on their way: not awaited one by one (that would cost a workflow task per batch). */
   const sending = new Set<Promise<void>>();
-  const deliver = (answer: SlotAnswer) => {
-    const p = getExternalWorkflowHandle(requesterFromId(answer.requestId))
-      .signal(slotAnsweredSignal, answer)
+  const track = (p: Promise<void>) => {
+    const tracked = p.finally(() => sending.delete(tracked));
+    sending.add(tracked);
+  };
+  // Limiters started before answers went out by activity keep signalling with commands.
+  const byActivity = patched('answers-by-activity');
+  const deliver = (batch: SlotAnswer[]) => {
+    if (batch.length === 0) return;
+    if (byActivity) {
       // The requester is gone (terminated or ended): nobody will use this slot.
-      .catch(() => send(window.undeliverable(answer.requestId, now())))
-      .finally(() => sending.delete(p));
-    sending.add(p);
+      return track(answers.sendSlotAnswers(batch).then((gone) => gone.forEach((id) => send(window.undeliverable(id, now())))));
+    }
+    for (const answer of batch) {
+      track(
+        getExternalWorkflowHandle(requesterFromId(answer.requestId))
+          .signal(slotAnsweredSignal, answer)
+          .catch(() => send(window.undeliverable(answer.requestId, now()))),
+      );
+    }
   };
 
   for (;;) {
     changed = false;
     for (const g of window.grant(now())) outbox.push({ requestId: g.requestId, slot: true, notBefore: g.notBefore });
-    outbox.splice(0).forEach(deliver);
+    deliver(outbox.splice(0));
     setCurrentDetails(
       `**${input.family}**: ${window.s.config.limit} per ${window.s.config.windowMs / 1000} s · ${window.s.held.length} held · ` +
         `${window.s.waiting.length + window.s.followers.length} waiting · ${window.s.counts.granted} granted · ${window.s.counts.reused} quotes reused`,
@@ -77,9 +94,4 @@ export async function providerLimiter(input: LimiterInput): Promise<never> {
     if (next === undefined) await condition(() => changed);
     else await condition(() => changed, Math.max(1, next - now()));
   }
-}
-
-/** Request ids are `<requester workflow id>#<n>`, so any answer finds its way back. */
-export function requesterFromId(requestId: string): string {
-  return requestId.slice(0, requestId.lastIndexOf('#'));
 }

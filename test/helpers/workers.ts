@@ -1,11 +1,12 @@
 /** Delivery workers for a test file: one bundle, one set of workers on a task queue of its own. */
+import { Client } from '@temporalio/client';
 import type { DataConverter } from '@temporalio/common';
 import type { WorkflowBundle } from '@temporalio/worker';
 import type { ProviderActivities } from '../../activities/provider-activities';
 import type { CallFamily, RateLimit } from '../../provider/limits';
 import type { DispatchSettings } from '../../worker/dispatch-config';
 import { bundleWorkflows, createDeliveryWorkers, type DeliveryWorkers } from '../../worker/worker';
-import { testClient, testNativeConnection, testServerAddress, uniqueTaskQueue } from './temporal';
+import { testNativeConnection, testServerAddress, uniqueTaskQueue } from './temporal';
 
 let bundle: Promise<WorkflowBundle> | undefined;
 export function workflowBundle(): Promise<WorkflowBundle> {
@@ -37,7 +38,8 @@ export interface StartWorkersOptions {
 
 export async function startWorkers(activities: ProviderActivities, options: StartWorkersOptions = {}): Promise<RunningWorkers> {
   const connection = await testNativeConnection(options.address);
-  const { client, connection: clientConnection } = await testClient(options.dataConverter, options.address);
+  // As worker/main.ts does: the workers' own client shares their native connection.
+  const client = new Client({ connection, namespace: testServerAddress().namespace, dataConverter: options.dataConverter });
   const taskQueue = options.taskQueue ?? uniqueTaskQueue(options.prefix ?? 'deliveries');
   const workers = await createDeliveryWorkers({
     connection,
@@ -57,7 +59,6 @@ export async function startWorkers(activities: ProviderActivities, options: Star
       workers.shutdown();
       await running;
       await connection.close();
-      await clientConnection.close();
     },
   };
 }

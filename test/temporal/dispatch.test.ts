@@ -55,6 +55,14 @@ describe('dispatch through the window limiter', () => {
   });
   beforeEach(() => run++);
 
+  it('runs the creation and quote limiters as soon as a worker starts, before any order needs them', async () => {
+    for (const family of ['creations', 'quotes'] as const) {
+      const limiter = stack.temporal.workflow.getHandle(limiterWorkflowId(stack.workers.taskQueue, family));
+      expect((await limiter.describe()).status.name).toBe('RUNNING');
+      expect(await limiter.query(limiterStatusQuery)).toMatchObject({ family, waiting: 0, held: 0, counts: { granted: 0 }, config: { limit: scaled[family].limit } });
+    }
+  });
+
   it('keeps every rolling window with two worker sets, gets no 429, serves food first and asks one quote per distinct order', async () => {
     // 60 orders: 50 non-food started first, then 10 food; orders 5/6, 15/16, 25/26 are identical.
     // At 20 creations a window, a backlog forms for three windows.
@@ -160,5 +168,34 @@ describe('an order waiting for its creation slot', () => {
     expect(stack.sim.deliveries().filter((d) => d.delivery.reference_number === waiting)).toEqual([]);
     const limiter = await stack.temporal.workflow.getHandle(limiterWorkflowId(stack.workers.taskQueue, 'creations')).query(limiterStatusQuery);
     expect(limiter).toMatchObject({ waiting: 0, held: 0 });
+  });
+});
+
+describe('an order whose workflow is terminated while it waits for its creation slot', () => {
+  let stack: Stack;
+
+  beforeAll(async () => {
+    // One creation every 3 s; a slot nobody reports back on would be held for over a minute.
+    stack = await startStack({ dispatch: { ...dispatch, limits: { ...scaled, creations: { limit: 1, windowMs: 3_000 } } } });
+  });
+  afterAll(async () => stack?.stop());
+
+  it('passes the slot it was granted to the next order at once', async () => {
+    run++;
+    const [first, gone, next] = [0, 1, 2].map((i) => `GONE-${run}-${i}`) as [string, string, string];
+    await stack.deliveries.startDelivery(order(0), { reference: first });
+    await allCreated(stack, [first]);
+    await stack.deliveries.startDelivery(order(1), { reference: gone });
+    await eventually('the second order to wait for a slot', async () => (await stack.deliveries.getStatus(gone)).phase === 'creating' || undefined);
+    // An operator terminates it: no cancellation, so it cannot give its place back itself.
+    await stack.temporal.workflow.getHandle(deliveryWorkflowId(gone)).terminate('operator');
+    await stack.deliveries.startDelivery(order(2), { reference: next });
+
+    // The slot goes to the terminated order first; the answer cannot be delivered, and the slot
+    // passes on instead of being held until its lease ends (over a minute).
+    await allCreated(stack, [first, next], 15_000);
+    expect(stack.sim.deliveries().filter((d) => d.delivery.reference_number === gone)).toEqual([]);
+    const limiter = await stack.temporal.workflow.getHandle(limiterWorkflowId(stack.workers.taskQueue, 'creations')).query(limiterStatusQuery);
+    expect(limiter).toMatchObject({ waiting: 0, held: 0, counts: { expired: 0 } });
   });
 });
