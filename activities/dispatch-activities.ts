@@ -1,9 +1,9 @@
 /**
  * Activities of the dispatch path, run as local activities: for the delivery workflow, the
  * worker's pacing settings (recorded once in the history, so configuration stays out of
- * workflow inputs and replays see the same values) and a slot request that starts the family's
- * limiter workflow if it is not running yet (signal-with-start); for the limiter, the delivery
- * of its answers.
+ * workflow inputs and replays see the same values), a slot request that starts the family's
+ * limiter workflow if it is not running yet (signal-with-start) and a slot's release; for the
+ * limiter, the delivery of its answers. All of them signal through the worker's own client.
  */
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { CallFamily } from '../provider/limits';
@@ -88,7 +88,7 @@ export function createDispatchActivities(deps: { client: Client; settings: Dispa
      * and wakes the limiter for another workflow task, so a burst of 100 grants took the server
      * 14 s to deliver on two cores (docs/benchmarks.md); a client signal is one write, to the
      * receiver. Any other failure fails the activity, whose retry sends the batch again: a
-     * receiver ignores an answer it has had.
+     * repeated answer is for a request its workflow has had answered, and is never read.
      */
     async sendSlotAnswers(answers: SlotAnswer[]): Promise<string[]> {
       const gone: string[] = [];
