@@ -31,7 +31,7 @@ import type { CallOutcome, SlotAnswer } from './slot-window';
 
 const MAX_BACKOFF_MS = 60_000;
 const local = proxyLocalActivities<DispatchActivities>({ startToCloseTimeout: '10 seconds' });
-/** A release must arrive (the slot is otherwise held until its lease ends): no attempt limit. */
+/** A release must arrive (the slot is otherwise held until its lease ends): retried every few seconds, with no attempt limit. */
 const releases = proxyLocalActivities<DispatchActivities>({ startToCloseTimeout: '10 seconds', retry: { maximumInterval: '5 seconds' } });
 
 export function dispatchSettings() {

@@ -23,7 +23,7 @@ import { SlotWindow, type SlotAnswer } from './slot-window';
 /** Continue as new well before Temporal's limits (signals per run, history size). */
 const LIMITER_HISTORY_LIMIT = 5_000;
 
-/** No attempt limit: an answer that is never delivered leaves its order waiting for good. */
+/** An answer that is never delivered leaves its order waiting: retried every few seconds, with no attempt limit. */
 const answers = proxyLocalActivities<DispatchActivities>({ startToCloseTimeout: '10 seconds', retry: { maximumInterval: '5 seconds' } });
 
 export async function providerLimiter(input: LimiterInput): Promise<never> {
