@@ -31,8 +31,12 @@ import type { CallOutcome, SlotAnswer } from './slot-window';
 
 const MAX_BACKOFF_MS = 60_000;
 const local = proxyLocalActivities<DispatchActivities>({ startToCloseTimeout: '10 seconds' });
-/** A release must arrive (the slot is otherwise held until its lease ends): retried every few seconds, with no attempt limit. */
-const releases = proxyLocalActivities<DispatchActivities>({ startToCloseTimeout: '10 seconds', retry: { maximumInterval: '5 seconds' } });
+/**
+ * The slot messages between deliveries and limiters (releases, the limiter's answers) must
+ * arrive: a lost release holds its slot until the lease ends, a lost answer leaves its order
+ * waiting. Retried every few seconds, with no attempt limit.
+ */
+export const slotMessages = proxyLocalActivities<DispatchActivities>({ startToCloseTimeout: '10 seconds', retry: { maximumInterval: '5 seconds' } });
 
 export function dispatchSettings() {
   return local.dispatchSettings();
@@ -122,7 +126,7 @@ export class ProviderSlots {
     // Workflows that released by signal command before keep doing so (their histories say so).
     await CancellationScope.nonCancellable(() =>
       patched('release-by-activity')
-        ? releases.releaseProviderSlot({ family, taskQueue: workflowInfo().taskQueue, release })
+        ? slotMessages.releaseProviderSlot({ family, taskQueue: workflowInfo().taskQueue, release })
         : this.signal(family, slotReleasedSignal, release),
     );
   }

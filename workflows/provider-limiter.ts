@@ -7,8 +7,8 @@
  * crashed worker loses nothing, and time comes from Temporal timers. The history stays bounded
  * by continuing as new with the whole state.
  */
-import { condition, continueAsNew, getExternalWorkflowHandle, patched, proxyLocalActivities, setCurrentDetails, setHandler, workflowInfo } from '@temporalio/workflow';
-import type { DispatchActivities } from '../activities/dispatch-activities';
+import { condition, continueAsNew, getExternalWorkflowHandle, patched, setCurrentDetails, setHandler, workflowInfo } from '@temporalio/workflow';
+import { slotMessages } from './dispatch';
 import {
   limiterStatusQuery,
   requesterFromId,
@@ -22,9 +22,6 @@ import { SlotWindow, type SlotAnswer } from './slot-window';
 
 /** Continue as new well before Temporal's limits (signals per run, history size). */
 const LIMITER_HISTORY_LIMIT = 5_000;
-
-/** An answer that is never delivered leaves its order waiting: retried every few seconds, with no attempt limit. */
-const answers = proxyLocalActivities<DispatchActivities>({ startToCloseTimeout: '10 seconds', retry: { maximumInterval: '5 seconds' } });
 
 export async function providerLimiter(input: LimiterInput): Promise<never> {
   const window = input.resume ? new SlotWindow(input.resume) : SlotWindow.empty(input.config);
@@ -65,7 +62,7 @@ export async function providerLimiter(input: LimiterInput): Promise<never> {
     if (batch.length === 0) return;
     if (byActivity) {
       // The requester is gone (terminated or ended): nobody will use this slot.
-      return track(answers.sendSlotAnswers(batch).then((gone) => gone.forEach((id) => send(window.undeliverable(id, now())))));
+      return track(slotMessages.sendSlotAnswers(batch).then((gone) => gone.forEach((id) => send(window.undeliverable(id, now())))));
     }
     for (const answer of batch) {
       track(
