@@ -185,6 +185,13 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
     { validator: (patch: UpdateDeliveryRequest) => validateUpdate(state, patch) },
   );
 
+  // Decided in the run's first workflow task: patched() right after a local activity's result is
+  // unsafe. Under load a workflow task may record the activity's marker while the code after it
+  // runs in the next task; a replay resolves the activity a task earlier, before that task's patch
+  // markers are known, so patched() answers false and the run cannot be replayed
+  // (docs/operations.md, "Upgrading workflow code safely").
+  const reconciles = patched('reconciliation-decided-at-start');
+
   if (input.resume) return await follow();
 
   // Pacing settings come from the worker's environment, recorded once (older runs did without).
@@ -262,8 +269,9 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
   async function follow(): Promise<DeliveryResult> {
     try {
       if (CancellationScope.current().consideredCancelled) throw new CancelledFailure('cancellation requested while the delivery was being created');
-      // Histories recorded before reconciliation existed wait for webhooks alone.
-      if (patched('reconciliation')) {
+      // Histories recorded before reconciliation existed wait for webhooks alone; runs started
+      // before the decision moved to the first task still take it here.
+      if (reconciles || patched('reconciliation')) {
         await followWithReconciliation();
         // Webhooks may arrive out of order: the delivery's end can overtake a destination's.
         if (state.destinations.some((d) => !isTerminalDestination(d.status))) await reconcile('the delivery ended with destinations still open');

@@ -1,0 +1,109 @@
+/**
+ * Histories written under load must replay. Many deliveries at once make the worker record a
+ * local activity's marker in one workflow task and run the code after it in the next; a replay
+ * resolves that activity a task earlier. Code that depends on the task it runs in (a patched()
+ * call after a local activity did) then cannot be replayed: the ended delivery cannot be queried
+ * and a restarted worker cannot go on with it. CI caught that once in 317 tests; 40 deliveries at
+ * once showed it in 3 of 40 (docs/operations.md, "Upgrading workflow code safely").
+ *
+ * With RECORD_HISTORIES=<folder>, the histories of that shape are saved for the replay test.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Client, Connection, WorkflowHandle } from '@temporalio/client';
+import { historyToJSON, type History } from '@temporalio/common/lib/proto-utils';
+import { Worker } from '@temporalio/worker';
+import { limiterWorkflowId } from '../../workflows/limiter-messages';
+import { statusQuery, type DeliveryState, type DeliveryWorkflowInput } from '../../workflows/messages';
+import { deliveryWorkflowId } from '../../workflows/task-queues';
+import { FakeProvider } from '../fixtures/fake-provider-activities';
+import { deliveryRequest } from '../fixtures/orders';
+import { HISTORIES_DIR } from '../helpers/histories';
+import { testClient } from '../helpers/temporal';
+import { startWorkers, workflowBundle, type RunningWorkers } from '../helpers/workers';
+
+const AT_ONCE = 40;
+const ROUNDS = 3;
+
+const provider = new FakeProvider();
+let client: Client;
+let connection: Connection;
+let workers: RunningWorkers;
+let seq = 0;
+
+beforeAll(async () => {
+  ({ client, connection } = await testClient());
+  workers = await startWorkers(provider.activities, { prefix: 'load' });
+});
+afterAll(async () => {
+  await workers.stop();
+  await connection.close();
+});
+
+async function phase(handle: WorkflowHandle, phase: DeliveryState['phase']): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  while ((await handle.query(statusQuery)).phase !== phase) {
+    if (Date.now() > deadline) throw new Error(`${handle.workflowId} did not reach ${phase}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** Quoted, created, cancelled as soon as it is followed (the moment the old patch was asked), ended, then read. */
+async function cancelledRightAfterCreation(): Promise<{ handle: WorkflowHandle; finalStatus: string }> {
+  const reference = `L-${Date.now()}-${++seq}`;
+  const { reference_number: _r, ...order } = deliveryRequest({}, 2);
+  order.pickup_location = { ...order.pickup_location, comment: `load order ${reference}` };
+  const handle = await client.workflow.start('delivery', {
+    taskQueue: workers.taskQueue,
+    workflowId: deliveryWorkflowId(reference),
+    args: [{ reference, order } satisfies DeliveryWorkflowInput],
+  });
+  await phase(handle, 'following');
+  await handle.cancel();
+  await handle.result().catch(() => undefined);
+  // An ended workflow is not cached: the query replays its whole history on the worker.
+  const finalStatus = await handle.query(statusQuery).then(
+    (s) => s.status ?? 'none',
+    (err: Error) => `query failed: ${err.message}`,
+  );
+  return { handle, finalStatus };
+}
+
+/** A workflow task whose only command is a marker: the code after it ran in the next task. */
+function hasLoneMarkerTask(history: History): boolean {
+  const types = (history.events ?? []).map((e) => Number(e.eventType));
+  // 7 = workflow task completed, 25 = marker recorded, 5 = workflow task scheduled
+  return types.some((t, i) => t === 7 && types[i + 1] === 25 && types[i + 2] === 5);
+}
+
+describe('deliveries run many at once', () => {
+  it('can all be read once ended, and every history they and the limiters wrote replays', async () => {
+    const handles: WorkflowHandle[] = [];
+    const statuses: string[] = [];
+    for (let round = 0; round < ROUNDS; round++) {
+      const results = await Promise.all(Array.from({ length: AT_ONCE }, () => cancelledRightAfterCreation()));
+      for (const r of results) {
+        handles.push(r.handle);
+        statuses.push(r.finalStatus);
+      }
+    }
+    expect(statuses.filter((s) => s !== 'CANCELED')).toEqual([]);
+    expect([...provider.deliveries.values()].filter((d) => d.status !== 'CANCELED')).toEqual([]);
+
+    const limiters = (['quotes', 'creations'] as const).map((family) => client.workflow.getHandle(limiterWorkflowId(workers.taskQueue, family)));
+    const histories = await Promise.all([...handles, ...limiters].map(async (h) => ({ workflowId: h.workflowId, history: await h.fetchHistory() })));
+    const failures: string[] = [];
+    for await (const result of Worker.runReplayHistories({ workflowBundle: await workflowBundle() }, histories)) {
+      if (result.error) failures.push(`${result.workflowId}: ${result.error.message}`);
+    }
+    expect(failures).toEqual([]);
+
+    if (process.env.RECORD_HISTORIES) {
+      const dir = join(HISTORIES_DIR, process.env.RECORD_HISTORIES);
+      mkdirSync(dir, { recursive: true });
+      const lone = histories.filter((h) => h.workflowId.startsWith('delivery') && hasLoneMarkerTask(h.history)).slice(0, 3);
+      lone.forEach((h, i) => writeFileSync(join(dir, `under-load-marker-alone-in-its-task-${i + 1}.json`), historyToJSON(h.history)));
+      console.log(`recorded ${lone.length} histories with a marker alone in its workflow task`);
+    }
+  }, 300_000);
+});
