@@ -438,6 +438,8 @@ async function outagePhase(ctx: Context): Promise<Record<string, number | string
       outage_created_before: createdBefore,
       outage_calls_during: during.length,
       outage_calls_during_by_path: JSON.stringify(countBy(during.map((e) => e.path))),
+      // When in the outage they came: calls granted before it began go out in its first seconds.
+      outage_calls_during_by_second: JSON.stringify(countBy(during.map((e) => String(Math.floor((Date.parse(e.time) - outageStart) / 1000))))),
       outage_drain_after_s: round((lastCreation - outageEnd) / 1000, 1),
       outage_least_drain_after_s: round(leastDrainMs(remaining, LIMITS.quotes, LIMITS.creations) / 1000, 1),
       outage_created: createdAt.size,
