@@ -14,11 +14,12 @@ import type { Client, Connection, WorkflowHandle } from '@temporalio/client';
 import { historyToJSON, type History } from '@temporalio/common/lib/proto-utils';
 import { Worker } from '@temporalio/worker';
 import { limiterWorkflowId } from '../../workflows/limiter-messages';
-import { statusQuery, type DeliveryState, type DeliveryWorkflowInput } from '../../workflows/messages';
+import { statusQuery, type DeliveryWorkflowInput } from '../../workflows/messages';
 import { deliveryWorkflowId } from '../../workflows/task-queues';
 import { FakeProvider } from '../fixtures/fake-provider-activities';
 import { deliveryRequest } from '../fixtures/orders';
 import { HISTORIES_DIR } from '../helpers/histories';
+import { eventually } from '../helpers/stack';
 import { testClient } from '../helpers/temporal';
 import { startWorkers, workflowBundle, type RunningWorkers } from '../helpers/workers';
 
@@ -40,14 +41,6 @@ afterAll(async () => {
   await connection.close();
 });
 
-async function phase(handle: WorkflowHandle, phase: DeliveryState['phase']): Promise<void> {
-  const deadline = Date.now() + 60_000;
-  while ((await handle.query(statusQuery)).phase !== phase) {
-    if (Date.now() > deadline) throw new Error(`${handle.workflowId} did not reach ${phase}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 /** Quoted, created, cancelled as soon as it is followed (the moment the old patch was asked), ended, then read. */
 async function cancelledRightAfterCreation(): Promise<{ handle: WorkflowHandle; finalStatus: string }> {
   const reference = `L-${Date.now()}-${++seq}`;
@@ -58,7 +51,7 @@ async function cancelledRightAfterCreation(): Promise<{ handle: WorkflowHandle; 
     workflowId: deliveryWorkflowId(reference),
     args: [{ reference, order } satisfies DeliveryWorkflowInput],
   });
-  await phase(handle, 'following');
+  await eventually(`${handle.workflowId} to follow its delivery`, async () => (await handle.query(statusQuery)).phase === 'following', 60_000);
   await handle.cancel();
   await handle.result().catch(() => undefined);
   // An ended workflow is not cached: the query replays its whole history on the worker.
