@@ -12,6 +12,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Client, Connection, WorkflowHandle } from '@temporalio/client';
 import { historyToJSON, type History } from '@temporalio/common/lib/proto-utils';
+import { temporal } from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
 import { limiterWorkflowId } from '../../workflows/limiter-messages';
 import { statusQuery, type DeliveryWorkflowInput } from '../../workflows/messages';
@@ -64,9 +65,9 @@ async function cancelledRightAfterCreation(): Promise<{ handle: WorkflowHandle; 
 
 /** A workflow task whose only command is a marker: the code after it ran in the next task. */
 function hasLoneMarkerTask(history: History): boolean {
-  const types = (history.events ?? []).map((e) => Number(e.eventType));
-  // 7 = workflow task completed, 25 = marker recorded, 5 = workflow task scheduled
-  return types.some((t, i) => t === 7 && types[i + 1] === 25 && types[i + 2] === 5);
+  const { EVENT_TYPE_WORKFLOW_TASK_COMPLETED: completed, EVENT_TYPE_MARKER_RECORDED: marker, EVENT_TYPE_WORKFLOW_TASK_SCHEDULED: scheduled } = temporal.api.enums.v1.EventType;
+  const types = (history.events ?? []).map((e) => e.eventType);
+  return types.some((t, i) => t === completed && types[i + 1] === marker && types[i + 2] === scheduled);
 }
 
 describe('deliveries run many at once', () => {
