@@ -34,7 +34,7 @@ export interface DeliveryWorkerOptions {
   maxConcurrentActivities?: number;
   /** Workflows kept in memory between tasks (Temporal's default: 10,000). */
   maxCachedWorkflows?: number;
-  /** Workflow tasks run at once. */
+  /** Delivery workflow tasks run at once (default DEFAULT_MAX_CONCURRENT_WORKFLOW_TASKS). */
   maxConcurrentWorkflowTasks?: number;
   /**
    * How long a workflow task waits for the worker that has the workflow cached before any worker
@@ -58,6 +58,17 @@ export interface DeliveryWorkers {
 /** Shorter than Temporal's 10 s: a dead worker holds its workflows (and the limiters) for this long. */
 export const DEFAULT_STICKY_QUEUE_TIMEOUT_MS = 3_000;
 
+/**
+ * Delivery workflow tasks a process runs at once; the SDK's default is 40. Measured on a burst of
+ * 300 orders (`npm run bench -- limits`, docs/benchmarks.md): with 40 each process took 40 first
+ * tasks at a time, each held open by its local activities, and the first provider call went out
+ * 4.5 s after the first start; with 10 (or 5) it went out after 1.5–2.5 s, and the backlog drained
+ * in 1.03–1.04 of the least time instead of 1.05–1.07. Tasks not yet taken wait in the server's
+ * queue in priority order, so food stays first. All of a worker's workflow tasks run on one
+ * workflow thread, so more slots only help against network latency to Temporal.
+ */
+export const DEFAULT_MAX_CONCURRENT_WORKFLOW_TASKS = 10;
+
 export async function createDeliveryWorkers(o: DeliveryWorkerOptions): Promise<DeliveryWorkers> {
   const dispatch: DispatchSettings = { ...DEFAULT_DISPATCH, ...o.dispatch };
   const queues = providerTaskQueues(o.taskQueue);
@@ -71,7 +82,7 @@ export async function createDeliveryWorkers(o: DeliveryWorkerOptions): Promise<D
     workflowBundle,
     activities: dispatchActivities,
     maxCachedWorkflows: o.maxCachedWorkflows,
-    maxConcurrentWorkflowTaskExecutions: o.maxConcurrentWorkflowTasks,
+    maxConcurrentWorkflowTaskExecutions: o.maxConcurrentWorkflowTasks ?? DEFAULT_MAX_CONCURRENT_WORKFLOW_TASKS,
     stickyQueueScheduleToStartTimeout: o.stickyQueueTimeoutMs ?? DEFAULT_STICKY_QUEUE_TIMEOUT_MS,
   });
   // The limiter workflows, on their own queue (workflows/task-queues.ts says why).
