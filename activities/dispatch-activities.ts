@@ -8,7 +8,17 @@
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { CallFamily } from '../provider/limits';
 import type { DispatchSettings } from '../worker/dispatch-config';
-import { limiterWorkflowId, requesterFromId, slotAnsweredSignal, slotReleasedSignal, slotRequestedSignal, type LimiterInput } from '../workflows/limiter-messages';
+import {
+  LIMITED_FAMILIES,
+  limiterWorkflowId,
+  providerBackSignal,
+  requesterFromId,
+  siblingLimiterIds,
+  slotAnsweredSignal,
+  slotReleasedSignal,
+  slotRequestedSignal,
+  type LimiterInput,
+} from '../workflows/limiter-messages';
 import { limiterTaskQueue } from '../workflows/task-queues';
 import type { LimiterConfig, SlotAnswer, SlotRelease, SlotRequest } from '../workflows/slot-window';
 
@@ -50,7 +60,7 @@ function limiterStart(taskQueue: string, family: CallFamily, config: LimiterConf
  */
 export async function startProviderLimiters(client: Client, taskQueue: string, settings: DispatchSettings): Promise<void> {
   await Promise.all(
-    (['creations', 'quotes'] as const).map((family) =>
+    LIMITED_FAMILIES.map((family) =>
       client.workflow.start('providerLimiter', { ...limiterStart(taskQueue, family, limiterConfig(settings, family)), workflowIdConflictPolicy: 'USE_EXISTING' }),
     ),
   );
@@ -79,6 +89,22 @@ export function createDispatchActivities(deps: { client: Client; settings: Dispa
       } catch (err) {
         if (!(err instanceof WorkflowNotFoundError)) throw err;
       }
+    },
+
+    /**
+     * Tells the other families' limiters that the provider answered again after an outage. A
+     * limiter that is not running has no pause to end.
+     */
+    async announceProviderBack({ limiterId, family }: { limiterId: string; family: CallFamily }): Promise<void> {
+      await Promise.all(
+        siblingLimiterIds(limiterId).map(async (id) => {
+          try {
+            await deps.client.workflow.getHandle(id).signal(providerBackSignal, { family });
+          } catch (err) {
+            if (!(err instanceof WorkflowNotFoundError)) throw err;
+          }
+        }),
+      );
     },
 
     /**

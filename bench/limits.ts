@@ -186,6 +186,11 @@ interface BacklogFigures {
   firstCallS: number;
   /** From the first quote call to the one that filled the first quote window: the ramp, which every later window inherits. */
   firstWindowSpreadS: number;
+  /**
+   * When the 1st, 20th, 50th, 70th and 100th quote went out, from the first start. The 70th sets
+   * this backlog's drain: each slot frees one window after its use, and the third window needs 70.
+   */
+  firstWindowQuoteAtS: string;
   /** Drain measured from the first provider call instead of the first start. */
   drainFromFirstCallRatio: number;
   creationUse: number;
@@ -216,6 +221,7 @@ function backlogFigures(orders: Order[], startedAt: Map<string, number>, quotedA
   return {
     firstCallS: round((firstCall - t0) / 1000, 2),
     firstWindowSpreadS: round(((quotes[Math.min(quotes.length, LIMITS.quotes.limit) - 1] ?? NaN) - firstCall) / 1000, 2),
+    firstWindowQuoteAtS: [1, 20, 50, 70, 100].map((n) => `${n}: ${round(((quotes[n - 1] ?? NaN) - t0) / 1000, 1)}`).join(', '),
     drainFromFirstCallRatio: round((lastCreation - firstCall) / least),
     creationUse: round(creationUse.ratio),
     quoteUse: round(quoteUse.ratio),
@@ -440,6 +446,8 @@ async function outagePhase(ctx: Context): Promise<Record<string, number | string
       outage_calls_during_by_path: JSON.stringify(countBy(during.map((e) => e.path))),
       // When in the outage they came: calls granted before it began go out in its first seconds.
       outage_calls_during_by_second: JSON.stringify(countBy(during.map((e) => String(Math.floor((Date.parse(e.time) - outageStart) / 1000))))),
+      // How long each family waited after the provider was back: its outage pause (probes back off) had to end.
+      outage_first_call_after_s_by_path: JSON.stringify(firstCallAfter(sim, outageEnd)),
       outage_drain_after_s: round((lastCreation - outageEnd) / 1000, 1),
       outage_least_drain_after_s: round(leastDrainMs(remaining, LIMITS.quotes, LIMITS.creations) / 1000, 1),
       outage_created: createdAt.size,
@@ -451,6 +459,16 @@ async function outagePhase(ctx: Context): Promise<Record<string, number | string
     await terminateAll(ctx.temporal, references);
     await sim.close();
   }
+}
+
+/** Per path, seconds from `since` to the first call the simulator received. */
+function firstCallAfter(sim: Simulator, since: number): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const e of sim.requestLog()) {
+    const t = Date.parse(e.time);
+    if (t >= since && !(e.path in out)) out[e.path] = round((t - since) / 1000, 1);
+  }
+  return out;
 }
 
 function countBy(xs: string[]): Record<string, number> {

@@ -11,6 +11,7 @@ import { condition, continueAsNew, getExternalWorkflowHandle, patched, setCurren
 import { slotMessages } from './dispatch';
 import {
   limiterStatusQuery,
+  providerBackSignal,
   requesterFromId,
   slotAnsweredSignal,
   slotReleasedSignal,
@@ -28,6 +29,10 @@ export async function providerLimiter(input: LimiterInput): Promise<never> {
   const outbox: SlotAnswer[] = [];
   let changed = true;
 
+  // Limiters started before other families were told of the provider's return neither tell nor
+  // listen. Decided in the run's first task, before any handler runs (docs/operations.md).
+  const sharesProviderBack = patched('provider-back-shared');
+
   const now = () => Date.now();
   const send = (answers: SlotAnswer[]) => {
     outbox.push(...answers);
@@ -38,7 +43,18 @@ export async function providerLimiter(input: LimiterInput): Promise<never> {
     window.configure(config);
     send(window.request(req, now()));
   });
-  setHandler(slotReleasedSignal, (rel) => send(window.release(rel, now())));
+  /** This family's outage probe was answered: the other families' limiters are told once the answers are out. */
+  let providerBack = false;
+  setHandler(slotReleasedSignal, (rel) => {
+    const probing = window.s.pause.probing;
+    send(window.release(rel, now()));
+    providerBack ||= probing && !window.s.pause.probing;
+  });
+  setHandler(providerBackSignal, () => {
+    if (!sharesProviderBack) return;
+    window.providerBack(now());
+    changed = true;
+  });
   setHandler(slotWithdrawnSignal, (requestId) => send(window.withdraw(requestId, now())));
   setHandler(limiterStatusQuery, () => ({
     family: input.family,
@@ -47,6 +63,8 @@ export async function providerLimiter(input: LimiterInput): Promise<never> {
     waitingFood: window.s.waiting.filter((r) => r.food).length,
     held: window.s.held.length,
     free: Math.max(0, window.free(now())),
+    pausedForMs: Math.max(0, window.s.pause.until - now()),
+    probing: window.s.pause.probing,
     counts: window.s.counts,
   }));
 
@@ -77,6 +95,8 @@ export async function providerLimiter(input: LimiterInput): Promise<never> {
     changed = false;
     for (const g of window.grant(now())) outbox.push({ requestId: g.requestId, slot: true, notBefore: g.notBefore });
     deliver(outbox.splice(0));
+    if (providerBack && sharesProviderBack) track(slotMessages.announceProviderBack({ limiterId: workflowInfo().workflowId, family: input.family }));
+    providerBack = false;
     setCurrentDetails(
       `**${input.family}**: ${window.s.config.limit} per ${window.s.config.windowMs / 1000} s · ${window.s.held.length} held · ` +
         `${window.s.waiting.length + window.s.followers.length} waiting · ${window.s.counts.granted} granted · ${window.s.counts.reused} quotes reused`,

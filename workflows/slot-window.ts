@@ -155,6 +155,17 @@ export class SlotWindow {
     return this.release({ requestId, answeredAt: now, outcome: 'unclear' }, now);
   }
 
+  /**
+   * Another family's probe was just answered: the provider is back. An outage pause here ends now
+   * instead of at this family's next probe, whose pause may have grown to many seconds by the
+   * time the outage ended. The next call is still a single probe (an outage may have hit some
+   * endpoints only); a 429's pause is this family's own and stays.
+   */
+  providerBack(now: number): void {
+    const p = this.s.pause;
+    if (p.probing && p.until > now) p.until = now;
+  }
+
   /** Hands out every slot free now or within the lead time: food first, then in order of arrival. */
   grant(now: number): Grant[] {
     this.expire(now);

@@ -2,7 +2,7 @@
  * Recorded workflow histories for the replay test (test/temporal/replay.test.ts), one folder per
  * generation of the workflow code. Old folders stay: running workflows started by older code
  * must keep replaying. After a versioned change (a `patched()` branch), record a new generation
- * with `RECORD_HISTORIES=<folder> npx jest test/temporal/delivery-workflow test/temporal/replay-under-load`.
+ * with `RECORD_HISTORIES=<folder> npx jest test/temporal/delivery-workflow test/temporal/replay-under-load test/temporal/dispatch-survival`.
  */
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';

@@ -2,6 +2,8 @@
  * Exactly one delivery per order when workers die mid-creation and the provider ignores
  * Idempotency-Key, and few calls during a provider outage. Real worker processes, the simulator,
  * the test's dev server; small counts (the benchmark runs hundreds of orders and 50+ kills).
+ * With RECORD_HISTORIES=<folder>, the limiters' histories of the outage test that ends with the
+ * provider's return are saved for the replay test.
  */
 import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -9,9 +11,11 @@ import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { DeliveryClient } from '../../client/delivery-client';
 import { createSimulator, type Simulator } from '../../simulator/server';
-import type { DeliveryOrder, DeliveryState } from '../../workflows/messages';
+import { limiterStatusQuery, limiterWorkflowId } from '../../workflows/limiter-messages';
+import type { CarriedQuote, DeliveryOrder, DeliveryState } from '../../workflows/messages';
 import { deliveryWorkflowId } from '../../workflows/task-queues';
 import { deliveryRequest, destination } from '../fixtures/orders';
+import { recordHistories } from '../helpers/histories';
 import { ENTRY, ProcessGroup, type RunningProcess } from '../helpers/processes';
 import { eventually } from '../helpers/stack';
 import { testServerAddress, uniqueTaskQueue } from '../helpers/temporal';
@@ -43,7 +47,7 @@ function order(n: number): DeliveryOrder {
   return o;
 }
 
-async function setUp(sim: Simulator, callTimeoutMs: number) {
+async function setUp(sim: Simulator, callTimeoutMs: number, limits = LIMITS) {
   const { url } = await sim.listen(0, '127.0.0.1');
   const taskQueue = uniqueTaskQueue('survive');
   const env = {
@@ -53,7 +57,7 @@ async function setUp(sim: Simulator, callTimeoutMs: number) {
     DELIVERY_API_URL: url,
     DELIVERY_API_KEY: KEY,
     DELIVERY_API_TIMEOUT_MS: String(callTimeoutMs - 500),
-    PROVIDER_RATE_LIMITS: LIMITS,
+    PROVIDER_RATE_LIMITS: limits,
     PROVIDER_LIMIT_MARGIN_MS: '10',
     PROVIDER_QUOTE_MIN_REMAINING_MS: '1000',
     PROVIDER_CALL_TIMEOUT_MS: String(callTimeoutMs),
@@ -136,6 +140,51 @@ it('makes only a few probe calls during a provider outage, then creates every or
     const retries = during.length - references.length;
     expect(retries).toBeLessThanOrEqual(8);
     expect(oneDeliveryPerReference(sim, references)).toEqual({ duplicated: [], missing: [] });
+  } finally {
+    await group.stopAll();
+    await sim.close();
+  }
+}, 180_000);
+
+it('resumes quoting as soon as the creations find the provider back, not after the quotes\' own probe pause', async () => {
+  const sim = createSimulator({ apiKeys: [KEY], timeScale: SCALE });
+  // Outage probes back off up to a quarter of the family's window: 30 s for these quotes, 250 ms for creations.
+  const { client, taskQueue } = await setUp(sim, 5_000, 'creations=20/1000ms,quotes=100/120000ms,other=600/1000ms');
+  const stamp = Date.now().toString(36);
+  try {
+    // Two orders carry a quote obtained before the outage, so they go straight to creation.
+    const withQuote = await Promise.all([0, 1].map(async (i) => ({ order: order(200 + i), quote: (await client.quote(order(200 + i))) as CarriedQuote })));
+    sim.setFaults({ error_rate: 1 });
+    const references = [...withQuote.map((_, i) => `BACK-${stamp}-q${i}`), ...[0, 1, 2].map((i) => `BACK-${stamp}-${i}`)];
+    await Promise.all([
+      ...withQuote.map(({ order: o, quote }, i) => client.startDelivery(o, { reference: references[i]!, quote, followUp: { quietMs: 3_600_000 } })),
+      ...[0, 1, 2].map((i) => client.startDelivery(order(300 + i), { reference: references[2 + i]!, followUp: { quietMs: 3_600_000 } })),
+    ]);
+    const status = (family: 'quotes' | 'creations') => temporal.workflow.getHandle(limiterWorkflowId(taskQueue, family)).query(limiterStatusQuery);
+    // Both families probe; the quotes' pause has doubled to several seconds.
+    const quotes = await eventually(
+      'the quotes paused for 5 s or more while the creations probe',
+      async () => {
+        const [q, c] = await Promise.all([status('quotes'), status('creations')]);
+        return q.pausedForMs >= 5_000 && c.probing ? q : undefined;
+      },
+      60_000,
+    );
+    sim.setFaults({ error_rate: 0 });
+    const back = Date.now();
+    await eventually('every order to be created after the outage', () => (oneDeliveryPerReference(sim, references).missing.length === 0 ? true : undefined), 60_000);
+
+    const firstQuote = sim.requestLog().find((e) => e.path === '/v1/quotes' && e.status === 200 && Date.parse(e.time) >= back);
+    // The creations' next probe (at most 250 ms away) is answered, their limiter tells the quotes',
+    // and its pause ends then, seconds before it would have by itself.
+    expect(Date.parse(firstQuote!.time) - back).toBeLessThan(Math.min(3_000, quotes.pausedForMs - 1_000));
+    expect(oneDeliveryPerReference(sim, references)).toEqual({ duplicated: [], missing: [] });
+    if (process.env.RECORD_HISTORIES) {
+      // Both limiters' outage, probes and the provider's return, for the replay test.
+      for (const family of ['creations', 'quotes'] as const) {
+        await recordHistories(process.env.RECORD_HISTORIES, `provider limiter ${family} after an outage`, [temporal.workflow.getHandle(limiterWorkflowId(taskQueue, family))]);
+      }
+    }
   } finally {
     await group.stopAll();
     await sim.close();

@@ -11,7 +11,7 @@ describe('recorded delivery histories', () => {
 
   it('are present, for every generation of the workflow code', () => {
     const generations = new Set(histories.map((h) => h.generation));
-    expect([...generations]).toEqual(expect.arrayContaining(['v1-initial', 'v2-reconciliation', 'v3-window-limiter', 'v4-slot-messages-by-activity', 'v5-reconciliation-decided-at-start']));
+    expect([...generations]).toEqual(expect.arrayContaining(['v1-initial', 'v2-reconciliation', 'v3-window-limiter', 'v4-slot-messages-by-activity', 'v5-reconciliation-decided-at-start', 'v6-provider-back-shared']));
     for (const g of generations) expect(histories.filter((h) => h.generation === g).length).toBeGreaterThanOrEqual(10);
   });
 

@@ -124,6 +124,32 @@ describe('SlotWindow', () => {
     expect(w.s.busyUntil).toEqual([probeAt + 5 + 60_000 + 10]);
   });
 
+  it("ends an outage pause when another family's probe is answered, still with one probe first, and leaves a 429's pause alone", () => {
+    const w = SlotWindow.empty({ ...config, limit: 20, windowMs: 600_000 });
+    for (let i = 0; i < 5; i++) w.request(req(i), 0);
+    for (const [i, g] of w.grant(0).entries()) w.release({ requestId: g.requestId, answeredAt: 10 + i, outcome: 'unavailable' }, 10 + i);
+    expect(w.s.pause.probing).toBe(true);
+    const pausedUntil = w.s.pause.until;
+    expect(pausedUntil).toBeGreaterThan(1_000);
+    w.request(req(8), 20);
+    w.request(req(9), 20);
+    expect(w.grant(500)).toEqual([]);
+    w.providerBack(500);
+    expect(w.grant(500).map((g) => g.requestId)).toEqual(['wf-8#1']); // at once, but one probe only
+    expect(w.grant(500)).toEqual([]);
+    expect(w.s.pause.probing).toBe(true);
+
+    const limited = SlotWindow.empty(config);
+    limited.request(req(1), 0);
+    limited.request(req(2), 0);
+    const [g] = limited.grant(0);
+    limited.release({ requestId: g!.requestId, answeredAt: 5, outcome: 'rate_limited', retryAfterMs: 700 }, 5);
+    limited.request(req(3), 6);
+    limited.providerBack(10);
+    expect(limited.grant(10)).toEqual([]); // the provider asked this family to wait
+    expect(limited.grant(705)).toHaveLength(1);
+  });
+
   it('waits for a 429 Retry-After before granting again, and takes back a slot whose holder never reports', () => {
     const w = SlotWindow.empty(config);
     w.request(req(1), 0);
