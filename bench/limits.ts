@@ -187,8 +187,9 @@ interface BacklogFigures {
   /** From the first quote call to the one that filled the first quote window: the ramp, which every later window inherits. */
   firstWindowSpreadS: number;
   /**
-   * When the 1st, 20th, 50th, 70th and 100th quote went out, from the first start. The 70th sets
-   * this backlog's drain: each slot frees one window after its use, and the third window needs 70.
+   * When the 1st, 20th, 50th, 70th and 100th quote went out, from the first start: each quote slot
+   * is free again one window after its use, so the first window's pace recurs in the later ones
+   * (the third needs 70 quotes).
    */
   firstWindowQuoteAtS: string;
   /** Drain measured from the first provider call instead of the first start. */

@@ -64,8 +64,10 @@ export const DEFAULT_STICKY_QUEUE_TIMEOUT_MS = 3_000;
  * tasks at a time, each held open by its local activities, and the first provider call went out
  * 4.5 s after the first start; with 10 (or 5) it went out after 1.5–2.5 s, and the backlog drained
  * in 1.03–1.04 of the least time instead of 1.05–1.07. Tasks not yet taken wait in the server's
- * queue in priority order, so food stays first. All of a worker's workflow tasks run on one
- * workflow thread, so more slots only help against network latency to Temporal.
+ * queue in priority order, so food stays first. The price: with the provider's limits lifted, one
+ * worker created about 6 deliveries a second instead of 19 (`npm run bench -- scale`), as each
+ * task waits on the busy server; the provider's own limit is 20 creations a minute per key.
+ * Deployments that create faster (limits lifted, many keys) set WORKER_MAX_CONCURRENT_WORKFLOW_TASKS=40.
  */
 export const DEFAULT_MAX_CONCURRENT_WORKFLOW_TASKS = 10;
 
