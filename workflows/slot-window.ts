@@ -198,9 +198,13 @@ export class SlotWindow {
     return grant.fingerprint === undefined ? [] : this.settleFollowers(grant.fingerprint, undefined, now);
   }
 
+  /**
+   * Slots free at `now`, without changing anything (the limiter's status query calls it, and a
+   * query must not change workflow state). A lease that has ended still counts: it turns into a
+   * used slot at the next grant.
+   */
   free(now: number): number {
-    this.expire(now);
-    return this.s.config.limit - this.s.held.length - this.s.busyUntil.length;
+    return this.s.config.limit - this.s.held.length - this.s.busyUntil.filter((t) => t > now).length;
   }
 
   /** When something changes by time alone: a used slot comes within the lead time, a pause or a lease ends. */

@@ -165,6 +165,8 @@ describe('SlotWindow', () => {
     // wf-2's holder vanished: its lease ends at 5000 and the slot counts as used from then on.
     expect(w.free(4_999)).toBe(1);
     expect(w.free(5_000)).toBe(1);
+    expect(w.s.counts.expired).toBe(0); // free() only looks
+    expect(w.grant(5_000)).toEqual([]);
     expect(w.s.counts.expired).toBe(1);
     expect(w.s.held.map((x) => x.requestId)).toEqual(['wf-3#1']);
     expect(w.s.busyUntil).toEqual([5_000 + 1_000 + 10]);
