@@ -195,7 +195,13 @@ describe('an order whose workflow is terminated while it waits for its creation 
     // passes on instead of being held until its lease ends (over a minute).
     await allCreated(stack, [first, next], 15_000);
     expect(stack.sim.deliveries().filter((d) => d.delivery.reference_number === gone)).toEqual([]);
-    const limiter = await stack.temporal.workflow.getHandle(limiterWorkflowId(stack.workers.taskQueue, 'creations')).query(limiterStatusQuery);
-    expect(limiter).toMatchObject({ waiting: 0, held: 0, counts: { expired: 0 } });
+    // The provider holds the delivery a moment before the workflow releases its slot (after the
+    // activity completes): wait for the release, well within the lease, which must not have ended.
+    const limiter = stack.temporal.workflow.getHandle(limiterWorkflowId(stack.workers.taskQueue, 'creations'));
+    const status = await eventually('the last slot to be released', async () => {
+      const s = await limiter.query(limiterStatusQuery);
+      return s.held === 0 ? s : undefined;
+    }, 10_000);
+    expect(status).toMatchObject({ waiting: 0, held: 0, counts: { expired: 0 } });
   });
 });
