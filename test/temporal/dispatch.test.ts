@@ -181,8 +181,7 @@ describe('an order waiting for its creation slot', () => {
     expect(final.cancellation?.outcome).toBe('before_creation');
     expect(final.deliveryId).toBeUndefined();
     expect(stack.sim.deliveries().filter((d) => d.delivery.reference_number === waiting)).toEqual([]);
-    const limiter = await stack.temporal.workflow.getHandle(limiterWorkflowId(stack.workers.taskQueue, 'creations')).query(limiterStatusQuery);
-    expect(limiter).toMatchObject({ waiting: 0, held: 0 });
+    expect(await creationLimiterReleased(stack)).toMatchObject({ waiting: 0, held: 0 });
   });
 });
 
