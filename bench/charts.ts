@@ -1,0 +1,122 @@
+/**
+ * Line charts as plain SVG, drawn from a benchmark's own samples (no browser, no dependency): a
+ * chart is a few polylines, axes with round ticks, dashed reference lines (a provider's limit) and
+ * a legend. Written next to a benchmark's JSON in bench/results/ and shown in docs/benchmarks.md.
+ */
+
+export interface Series {
+  name: string;
+  /** [x, y] in data units, in x order. */
+  points: readonly (readonly [number, number])[];
+  /** Hold each value until the next point (counts that change in steps), instead of a straight line. */
+  step?: boolean;
+}
+
+export interface ReferenceLine {
+  y: number;
+  label: string;
+}
+
+export interface ChartSpec {
+  title: string;
+  xLabel: string;
+  yLabel: string;
+  series: readonly Series[];
+  references?: readonly ReferenceLine[];
+  width?: number;
+  height?: number;
+}
+
+/** Distinguishable in colour-blind vision (Okabe–Ito). */
+const COLOURS = ['#0072B2', '#E69F00', '#009E73', '#CC79A7', '#56B4E9', '#D55E00', '#000000'];
+const MARGIN = { top: 36, right: 16, bottom: 78, left: 64 };
+
+/** Ticks at 1, 2 or 5 × 10^n covering [min, max], about `count` of them. */
+export function niceTicks(min: number, max: number, count = 6): number[] {
+  if (!(max > min)) return [min];
+  const raw = (max - min) / Math.max(1, count - 1);
+  const pow = 10 ** Math.floor(Math.log10(raw));
+  const step = [1, 2, 5, 10].map((m) => m * pow).find((s) => s >= raw)!;
+  const ticks: number[] = [];
+  // From the last tick at or below min to the first at or above max: the axis covers every sample.
+  for (let t = Math.floor(min / step + 1e-9) * step; ; t += step) {
+    ticks.push(Number(t.toPrecision(12)));
+    if (t >= max - step * 1e-9) return ticks;
+  }
+}
+
+/** Calls in the trailing window at every call and every expiry: the count a rolling-window limit checks. */
+export function trailingWindowSeries(name: string, callTimes: readonly number[], windowLength: number): Series {
+  const times = [...callTimes].sort((a, b) => a - b);
+  const events = [...times.map((t) => [t, +1] as const), ...times.map((t) => [t + windowLength, -1] as const)].sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+  const points: [number, number][] = [];
+  let inWindow = 0;
+  for (const [t, d] of events) {
+    inWindow += d;
+    if (points.length > 0 && points[points.length - 1]![0] === t) points[points.length - 1]![1] = inWindow;
+    else points.push([t, inWindow]);
+  }
+  return { name, points, step: true };
+}
+
+export function lineChart(spec: ChartSpec): string {
+  const width = spec.width ?? 720;
+  const height = spec.height ?? 360;
+  const plotW = width - MARGIN.left - MARGIN.right;
+  const plotH = height - MARGIN.top - MARGIN.bottom;
+  const xs = spec.series.flatMap((s) => s.points.map((p) => p[0]));
+  const ys = [...spec.series.flatMap((s) => s.points.map((p) => p[1])), ...(spec.references ?? []).map((r) => r.y)];
+  const xTicks = niceTicks(Math.min(0, ...xs), Math.max(1, ...xs));
+  const yTicks = niceTicks(Math.min(0, ...ys), Math.max(1, ...ys) * 1.05);
+  const [x0, x1] = [xTicks[0]!, xTicks[xTicks.length - 1]!];
+  const [y0, y1] = [yTicks[0]!, yTicks[yTicks.length - 1]!];
+  const sx = (x: number) => round(MARGIN.left + ((x - x0) / (x1 - x0 || 1)) * plotW);
+  const sy = (y: number) => round(MARGIN.top + plotH - ((y - y0) / (y1 - y0 || 1)) * plotH);
+
+  const out: string[] = [
+    `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${width} ${height}" width="${width}" height="${height}" font-family="sans-serif" font-size="12">`,
+    `<rect width="${width}" height="${height}" fill="#fff"/>`,
+    `<text x="${width / 2}" y="20" text-anchor="middle" font-size="14" font-weight="bold">${esc(spec.title)}</text>`,
+  ];
+  for (const t of yTicks) {
+    out.push(`<line x1="${MARGIN.left}" x2="${MARGIN.left + plotW}" y1="${sy(t)}" y2="${sy(t)}" stroke="#eee"/>`);
+    out.push(`<text x="${MARGIN.left - 6}" y="${sy(t) + 4}" text-anchor="end">${fmt(t)}</text>`);
+  }
+  for (const t of xTicks) out.push(`<text x="${sx(t)}" y="${MARGIN.top + plotH + 16}" text-anchor="middle">${fmt(t)}</text>`);
+  out.push(`<line x1="${MARGIN.left}" x2="${MARGIN.left}" y1="${MARGIN.top}" y2="${MARGIN.top + plotH}" stroke="#333"/>`);
+  out.push(`<line x1="${MARGIN.left}" x2="${MARGIN.left + plotW}" y1="${MARGIN.top + plotH}" y2="${MARGIN.top + plotH}" stroke="#333"/>`);
+  out.push(`<text x="${MARGIN.left + plotW / 2}" y="${MARGIN.top + plotH + 34}" text-anchor="middle">${esc(spec.xLabel)}</text>`);
+  out.push(`<text transform="translate(16 ${MARGIN.top + plotH / 2}) rotate(-90)" text-anchor="middle">${esc(spec.yLabel)}</text>`);
+
+  for (const r of spec.references ?? []) {
+    out.push(`<line class="reference" data-y="${r.y}" x1="${MARGIN.left}" x2="${MARGIN.left + plotW}" y1="${sy(r.y)}" y2="${sy(r.y)}" stroke="#c00" stroke-dasharray="6 4"/>`);
+    out.push(`<text x="${MARGIN.left + plotW - 4}" y="${sy(r.y) - 4}" text-anchor="end" fill="#c00">${esc(r.label)}</text>`);
+  }
+  spec.series.forEach((s, i) => {
+    const colour = COLOURS[i % COLOURS.length]!;
+    const pts: string[] = [];
+    s.points.forEach(([x, y], j) => {
+      if (s.step && j > 0) pts.push(`${sx(x)},${sy(s.points[j - 1]![1])}`);
+      pts.push(`${sx(x)},${sy(y)}`);
+    });
+    out.push(`<polyline class="series" data-name="${esc(s.name)}" fill="none" stroke="${colour}" stroke-width="1.5" points="${pts.join(' ')}"/>`);
+    const lx = MARGIN.left + (i % 3) * (plotW / 3);
+    const ly = MARGIN.top + plotH + 56 + Math.floor(i / 3) * 16;
+    out.push(`<line x1="${lx}" x2="${lx + 18}" y1="${ly - 4}" y2="${ly - 4}" stroke="${colour}" stroke-width="3"/>`);
+    out.push(`<text x="${lx + 24}" y="${ly}">${esc(s.name)}</text>`);
+  });
+  out.push('</svg>');
+  return out.join('\n') + '\n';
+}
+
+function round(v: number): number {
+  return Math.round(v * 10) / 10;
+}
+
+function fmt(v: number): string {
+  return Math.abs(v) >= 10_000 ? `${v / 1000}k` : String(v);
+}
+
+function esc(text: string): string {
+  return text.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]!);
+}

@@ -1,0 +1,43 @@
+import { lineChart, niceTicks, trailingWindowSeries } from '../../bench/charts';
+
+/** The y pixel of every vertex of the named series' polyline. */
+function vertexYs(svg: string, name: string): number[] {
+  const m = new RegExp(`data-name="${name}"[^>]*points="([^"]+)"`).exec(svg);
+  if (!m) throw new Error(`no series ${name}`);
+  return m[1]!.split(' ').map((p) => Number(p.split(',')[1]));
+}
+
+describe('benchmark charts', () => {
+  it('counts calls in the trailing window, as a rolling-window limit does', () => {
+    // Window of 10: calls at 0, 1, 2 and 11 → 3 in the window until 10, then 2, then 1 at 12 …
+    const s = trailingWindowSeries('calls', [0, 1, 2, 11], 10);
+    const at = (t: number) => [...s.points].reverse().find(([x]) => x <= t)![1];
+    expect([at(0), at(2), at(9.9), at(10), at(11), at(12), at(21)]).toEqual([1, 3, 3, 2, 2, 1, 0]);
+    expect(Math.max(...s.points.map((p) => p[1]))).toBe(3);
+  });
+
+  it('draws the limit line at the height of the samples that reach the limit', () => {
+    const svg = lineChart({
+      title: 'creations in the trailing 60 s',
+      xLabel: 's',
+      yLabel: 'calls',
+      series: [
+        { name: 'paced', points: [[0, 0], [5, 20], [10, 12]] },
+        { name: 'naive', points: [[0, 0], [5, 35], [10, 20]] },
+      ],
+      references: [{ y: 20, label: 'limit 20 / 60 s' }],
+    });
+    expect(svg.startsWith('<svg')).toBe(true);
+    const limitY = Number(/class="reference" data-y="20"[^>]*y1="([\d.]+)"/.exec(svg)![1]);
+    expect(vertexYs(svg, 'paced')[1]).toBe(limitY); // the paced series touches the limit …
+    expect(vertexYs(svg, 'naive')[1]).toBeLessThan(limitY); // … the naive one goes above it (SVG y grows downwards)
+    expect(vertexYs(svg, 'paced')[0]).toBeGreaterThan(limitY);
+    expect(svg).toContain('limit 20 / 60 s');
+  });
+
+  it('escapes text and keeps ticks round', () => {
+    expect(lineChart({ title: 'a <b> & "c"', xLabel: 'x', yLabel: 'y', series: [] })).toContain('a &lt;b&gt; &amp; &quot;c&quot;');
+    expect(niceTicks(0, 138)).toEqual([0, 50, 100, 150]);
+    expect(niceTicks(0, 1)).toEqual([0, 0.2, 0.4, 0.6, 0.8, 1]);
+  });
+});
