@@ -8,6 +8,7 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { isProviderError } from '../provider/errors';
+import { formatMoney } from '../provider/money';
 import type { DeliveryState, TimelineEntry } from '../workflows/messages';
 import { DeliveryClient, DeliveryNotFoundError, DeliveryRequestRejectedError, InvalidInputError } from './delivery-client';
 
@@ -120,7 +121,7 @@ export async function main(argv: string[], io = { stdout: process.stdout, stderr
       }
       case 'quote': {
         const q = await client.quote(readJson('order') as never);
-        out.print(q, () => `price ${money(q.price.amount, q.price.currency)}, valid until ${q.expires_at}`);
+        out.print(q, () => `price ${formatMoney(q.price)}, valid until ${q.expires_at}`);
         return EXIT.ok;
       }
       case 'create': {
@@ -232,16 +233,12 @@ function integer(text: string, flag: string): number {
   return Number(text);
 }
 
-function money(amount: number, currency: string): string {
-  return `${(amount / 100).toFixed(2)} ${currency} (${amount} minor units)`;
-}
-
 export function renderState(s: DeliveryState): string {
   const lines = [
     `reference   ${s.reference}`,
     `status      ${s.status ?? '-'} (${s.phase})`,
     `provider id ${s.deliveryId ?? '-'}`,
-    `price       ${s.price ? money(s.price.amount, s.price.currency) : s.quote ? `quoted ${money(s.quote.price.amount, s.quote.price.currency)}` : '-'}`,
+    `price       ${s.price ? formatMoney(s.price) : s.quote ? `quoted ${formatMoney(s.quote.price)}` : '-'}`,
   ];
   if (s.cancellation) lines.push(`cancel      ${renderCancellation(s)}`);
   if (s.destinations.length > 0) {

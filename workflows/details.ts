@@ -3,16 +3,13 @@
  * current details kept up to date (markdown). Neither holds personal data: no names, phones or
  * addresses, only ids, statuses, time windows and tracking links.
  */
+import { formatMoney } from '../provider/money';
 import type { DeliveryState, DeliveryWorkflowInput } from './messages';
 
 /** "3 stops · food · ref A-1042" */
 export function deliverySummary(input: Pick<DeliveryWorkflowInput, 'reference' | 'order'>): string {
   const n = input.order.destinations.length;
   return [`${n} ${n === 1 ? 'stop' : 'stops'}`, input.order.is_food ? 'food' : undefined, `ref ${input.reference}`].filter(Boolean).join(' · ');
-}
-
-function money(p: { amount: number; currency: string }): string {
-  return `${(p.amount / 100).toFixed(2)} ${p.currency}`;
 }
 
 function cell(text: string): string {
@@ -22,7 +19,7 @@ function cell(text: string): string {
 export function deliveryDetails(s: DeliveryState): string {
   const price = s.price ?? s.quote?.price;
   const lines = [
-    `**${s.status ?? s.phase}**${s.deliveryId ? ` · provider id \`${cell(s.deliveryId)}\`` : ''}${price ? ` · ${money(price)}${s.price ? '' : ' (quoted)'}` : ''}`,
+    `**${s.status ?? s.phase}**${s.deliveryId ? ` · provider id \`${cell(s.deliveryId)}\`` : ''}${price ? ` · ${formatMoney(price)}${s.price ? '' : ' (quoted)'}` : ''}`,
   ];
   if (s.cancellation) lines.push('', `cancellation: ${s.cancellation.outcome}${s.cancellation.reason ? ` (${cell(s.cancellation.reason)})` : ''}`);
   if (s.destinations.length > 0) {
