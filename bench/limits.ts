@@ -28,7 +28,7 @@ import { startBenchServer } from './bench-server';
 import { keyFingerprint } from '../simulator/auth';
 import { createSimulator, type Simulator, type SimulatorOptions } from '../simulator/server';
 import { deliveryRequest, destination } from '../test/fixtures/orders';
-import { taskQueueRatePerSecond } from '../worker/rate-limits';
+import { taskQueueRatePerSecond } from '../worker/pacing-config';
 import type { DeliveryOrder, DeliveryState } from '../workflows/messages';
 import { quoteFingerprint } from '../workflows/quote-fingerprint';
 import { deliveryWorkflowId, providerTaskQueues } from '../workflows/task-queues';

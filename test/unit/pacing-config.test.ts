@@ -1,12 +1,11 @@
 /** Pacing settings from the environment: defaults are the provider's limits; mistakes are named. */
 import { PROVIDER_RATE_LIMITS } from '../../provider/limits';
-import { dispatchSettingsFromEnv, parseRateLimits } from '../../worker/dispatch-config';
-import { taskQueueRatePerSecond } from '../../worker/rate-limits';
+import { pacingSettingsFromEnv, parseRateLimits, taskQueueRatePerSecond } from '../../worker/pacing-config';
 
-describe('dispatch configuration', () => {
-  it("defaults to the provider's limits and the window limiter", () => {
-    const s = dispatchSettingsFromEnv({});
-    expect(s.limiter).toBe('window');
+describe('pacing configuration', () => {
+  it("defaults to the provider's limits and the gate", () => {
+    const s = pacingSettingsFromEnv({});
+    expect(s.pacing).toBe('gate');
     expect(s.limits).toEqual(PROVIDER_RATE_LIMITS);
     expect(s.limits.creations).toEqual({ limit: 20, windowMs: 60_000 });
     expect(s.limits.quotes).toEqual({ limit: 100, windowMs: 600_000 });
@@ -19,13 +18,13 @@ describe('dispatch configuration', () => {
   });
 
   it('names the variable and the part that is wrong', () => {
-    expect(() => dispatchSettingsFromEnv({ PROVIDER_RATE_LIMITS: 'creations=20 per minute' })).toThrow(
-      /invalid dispatch configuration: PROVIDER_RATE_LIMITS: "creations=20 per minute" must look like creations=20\/60s/,
+    expect(() => pacingSettingsFromEnv({ PROVIDER_RATE_LIMITS: 'creations=20 per minute' })).toThrow(
+      /invalid pacing configuration: PROVIDER_RATE_LIMITS: "creations=20 per minute" must look like creations=20\/60s/,
     );
-    expect(() => dispatchSettingsFromEnv({ PROVIDER_RATE_LIMITS: 'deliveries=20/60s' })).toThrow(/PROVIDER_RATE_LIMITS: "deliveries" is not a call family/);
-    expect(() => dispatchSettingsFromEnv({ PROVIDER_RATE_LIMITS: 'creations=0/60s' })).toThrow(/creations: the number of calls must be at least 1/);
-    expect(() => dispatchSettingsFromEnv({ PROVIDER_LIMITER: 'redis' })).toThrow(/PROVIDER_LIMITER: must be "window" or "task-queue"/);
-    expect(() => dispatchSettingsFromEnv({ PROVIDER_CALL_TIMEOUT_MS: '5' })).toThrow(/PROVIDER_CALL_TIMEOUT_MS/);
+    expect(() => pacingSettingsFromEnv({ PROVIDER_RATE_LIMITS: 'deliveries=20/60s' })).toThrow(/PROVIDER_RATE_LIMITS: "deliveries" is not a call family/);
+    expect(() => pacingSettingsFromEnv({ PROVIDER_RATE_LIMITS: 'creations=0/60s' })).toThrow(/creations: the number of calls must be at least 1/);
+    expect(() => pacingSettingsFromEnv({ PROVIDER_PACING: 'redis' })).toThrow(/PROVIDER_PACING: must be "gate" or "task-queue"/);
+    expect(() => pacingSettingsFromEnv({ PROVIDER_CALL_TIMEOUT_MS: '5' })).toThrow(/PROVIDER_CALL_TIMEOUT_MS/);
   });
 
   it("sizes Temporal's task-queue rate so a token bucket with one token of burst never exceeds a window", () => {
