@@ -143,7 +143,8 @@ export class GateState {
         return again(req);
       default:
         if (outcome.kind !== 'unclear' && !o.failing.includes(req.from)) o.failing.push(req.from);
-        if (o.failing.length >= OUTAGE_AFTER) o.until = now + Math.min(w / 4, BACKOFF_BASE_MS * 2 ** o.probes++);
+        // Probes back off up to a quarter of the shortest window: an outage's end is noticed that soon.
+        if (o.failing.length >= OUTAGE_AFTER) o.until = now + Math.min(this.shortestWindow() / 4, BACKOFF_BASE_MS * 2 ** o.probes++);
         // This order alone waits out a growing backoff; its place in the queue stays.
         this.s.counts.retried++;
         return again({ ...req, attempts: req.attempts + 1, unclear: true, retryAt: now + Math.min(BACKOFF_MAX_MS, BACKOFF_BASE_MS * 2 ** req.attempts) });
@@ -173,6 +174,10 @@ export class GateState {
       outage: this.s.outage.failing.length >= OUTAGE_AFTER,
       counts: this.s.counts,
     };
+  }
+
+  private shortestWindow(): number {
+    return Math.min(...GATED_FAMILIES.map((f) => this.s.config.limits[f].windowMs));
   }
 
   private held(family: GatedFamily): number {

@@ -79,7 +79,16 @@ export async function pacingGate(input: { taskQueue: string; config: GateConfig;
     changed = false;
     draining ||= workflowInfo().continueAsNewSuggested || workflowInfo().historyLength >= HISTORY_LIMIT;
     if (draining) for (const w of gate.waiting.splice(0)) outbox.push({ to: w.from, answer: { n: w.n, again: true } });
-    else for (const call of gate.take(Date.now())) track(makeCall(input.taskQueue, gate, call).then((answers) => answers.forEach((a) => post(a.to, a.answer))));
+    else {
+      for (const call of gate.take(Date.now())) {
+        track(
+          makeCall(input.taskQueue, gate, call).then((answers) => {
+            answers.forEach((a) => post(a.to, a.answer));
+            changed = true; // the call's slot changed, answered or not
+          }),
+        );
+      }
+    }
     if (outbox.length > 0) track(local.answerDeliveries(outbox.splice(0)));
     const { counts, config } = gate.s;
     setCurrentDetails(`**pacing gate** · creations ${config.limits.creations.limit} per ${config.limits.creations.windowMs / 1000} s · quotes ${config.limits.quotes.limit} per ${config.limits.quotes.windowMs / 1000} s · ${gate.waiting.length} waiting · ${gate.inFlight.size} calls out · ${counts.calls} calls · ${counts.shared} quotes shared`);

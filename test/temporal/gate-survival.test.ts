@@ -1,9 +1,10 @@
 /**
- * Exactly one delivery per order when workers die mid-creation and the provider ignores
- * Idempotency-Key, and few calls during a provider outage. Real worker processes, the simulator,
- * the test's dev server; small counts (the benchmark runs hundreds of orders and 50+ kills).
- * With RECORD_HISTORIES=<folder>, the limiters' histories of the outage test that ends with the
- * provider's return are saved for the replay test.
+ * The pacing gate with real worker processes, the simulator and the test's dev server: exactly
+ * one delivery per order when workers die mid-creation and the provider ignores Idempotency-Key;
+ * few calls during an outage; one poison order stops nobody and can be cancelled; workers that
+ * are all down longer than a slot, or whose clocks are off, never make the provider refuse a call.
+ * Small counts (the benchmark runs hundreds of orders and 50+ kills). With RECORD_HISTORIES=<folder>,
+ * the gate's history of the outage test is saved for the replay test.
  */
 import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -11,7 +12,7 @@ import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { DeliveryClient } from '../../client/delivery-client';
 import { createSimulator, type Simulator } from '../../simulator/server';
-import { LIMITED_FAMILIES, limiterStatusQuery, limiterWorkflowId } from '../../workflows/limiter-messages';
+import { gateStatusQuery, gateWorkflowId } from '../../workflows/gate-messages';
 import type { CarriedQuote, DeliveryOrder, DeliveryState } from '../../workflows/messages';
 import { deliveryWorkflowId } from '../../workflows/task-queues';
 import { deliveryRequest, destination } from '../fixtures/orders';
@@ -22,8 +23,9 @@ import { testServerAddress, uniqueTaskQueue } from '../helpers/temporal';
 import { workflowBundle } from '../helpers/workers';
 
 const SCALE = 60;
-const KEY = 'sk_test_dispatch_survival';
+const KEY = 'sk_test_gate_survival';
 const LIMITS = 'creations=20/1000ms,quotes=100/10000ms,other=600/1000ms';
+const SKEWED_CLOCK = join(__dirname, '..', 'helpers', 'skewed-clock.cjs');
 
 let group: ProcessGroup;
 let connection: Connection;
@@ -34,7 +36,7 @@ beforeAll(async () => {
   group = new ProcessGroup(200_000);
   connection = await Connection.connect({ address: testServerAddress().address });
   temporal = new Client({ connection, namespace: testServerAddress().namespace });
-  bundleFile = join(tmpdir(), `dispatch-survival-${process.pid}.js`);
+  bundleFile = join(tmpdir(), `gate-survival-${process.pid}.js`);
   writeFileSync(bundleFile, (await workflowBundle()).code);
 });
 afterAll(async () => {
@@ -47,7 +49,7 @@ function order(n: number): DeliveryOrder {
   return o;
 }
 
-async function setUp(sim: Simulator, callTimeoutMs: number, limits = LIMITS) {
+async function setUp(sim: Simulator, callTimeoutMs: number, limits = LIMITS, clockOffsetsMs = [0, 0]) {
   const { url } = await sim.listen(0, '127.0.0.1');
   const taskQueue = uniqueTaskQueue('survive');
   const env = {
@@ -58,15 +60,16 @@ async function setUp(sim: Simulator, callTimeoutMs: number, limits = LIMITS) {
     DELIVERY_API_KEY: KEY,
     DELIVERY_API_TIMEOUT_MS: String(callTimeoutMs - 500),
     PROVIDER_RATE_LIMITS: limits,
-    PROVIDER_LIMIT_MARGIN_MS: '10',
+    PROVIDER_PACING_MARGIN_MS: '10',
     PROVIDER_QUOTE_MIN_REMAINING_MS: '1000',
     PROVIDER_CALL_TIMEOUT_MS: String(callTimeoutMs),
     WORKER_WORKFLOW_BUNDLE: bundleFile,
     LOG_LEVEL: 'WARN',
   };
   let n = 0;
-  const startWorker = () => group.start({ name: `worker#${++n}`, entry: ENTRY.worker.entry, ready: ENTRY.worker.ready, env });
-  const workers = await Promise.all([startWorker(), startWorker()]);
+  const startWorker = (offsetMs = 0) =>
+    group.start({ name: `worker#${++n}`, entry: ENTRY.worker.entry, ready: ENTRY.worker.ready, env: offsetMs ? { ...env, NODE_OPTIONS: `--require ${SKEWED_CLOCK}`, TEST_CLOCK_OFFSET_MS: String(offsetMs) } : env });
+  const workers = await Promise.all(clockOffsetsMs.map((o) => startWorker(o)));
   return { taskQueue, workers, startWorker, client: new DeliveryClient({ temporal, taskQueue }) };
 }
 
@@ -146,49 +149,109 @@ it('makes only a few probe calls during a provider outage, then creates every or
   }
 }, 180_000);
 
-it('resumes quoting as soon as the creations find the provider back, not after the quotes\' own probe pause', async () => {
+it('resumes quoting within a quarter of the shortest window once the provider is back', async () => {
   const sim = createSimulator({ apiKeys: [KEY], timeScale: SCALE });
-  // Outage probes back off up to a quarter of the family's window: 30 s for these quotes, 250 ms for creations.
+  // Outage probes back off up to a quarter of the shortest window (creations: 250 ms here), not the quotes' 30 s.
   const { client, taskQueue } = await setUp(sim, 5_000, 'creations=20/1000ms,quotes=100/120000ms,other=600/1000ms');
   const stamp = Date.now().toString(36);
   try {
-    // Two orders carry a quote obtained before the outage, so they go straight to creation.
-    const withQuote = await Promise.all([0, 1].map(async (i) => ({ order: order(200 + i), quote: (await client.quote(order(200 + i))) as CarriedQuote })));
     sim.setFaults({ error_rate: 1 });
-    const references = [...withQuote.map((_, i) => `BACK-${stamp}-q${i}`), ...[0, 1, 2].map((i) => `BACK-${stamp}-${i}`)];
-    await Promise.all([
-      ...withQuote.map(({ order: o, quote }, i) => client.startDelivery(o, { reference: references[i]!, quote, followUp: { quietMs: 3_600_000 } })),
-      ...[0, 1, 2].map((i) => client.startDelivery(order(300 + i), { reference: references[2 + i]!, followUp: { quietMs: 3_600_000 } })),
-    ]);
-    const status = (family: (typeof LIMITED_FAMILIES)[number]) => temporal.workflow.getHandle(limiterWorkflowId(taskQueue, family)).query(limiterStatusQuery);
-    // Both families probe; the quotes' pause has doubled to several seconds.
-    const quotes = await eventually(
-      'the quotes paused for 5 s or more while the creations probe',
-      async () => {
-        const [q, c] = await Promise.all([status('quotes'), status('creations')]);
-        return q.pausedForMs >= 5_000 && c.probing ? q : undefined;
-      },
-      60_000,
-    );
+    const references = [0, 1, 2, 3].map((i) => `BACK-${stamp}-${i}`);
+    await Promise.all(references.map((reference, i) => client.startDelivery(order(300 + i), { reference, followUp: { quietMs: 3_600_000 } })));
+    const gate = temporal.workflow.getHandle(gateWorkflowId(taskQueue));
+    await eventually('the gate to declare an outage', async () => (await gate.query(gateStatusQuery)).outage || undefined, 60_000);
+    await new Promise((r) => setTimeout(r, 3_000)); // long enough for the probes' pause to reach its cap
     sim.setFaults({ error_rate: 0 });
     const back = Date.now();
     await eventually('every order to be created after the outage', () => (oneDeliveryPerReference(sim, references).missing.length === 0 ? true : undefined), 60_000);
 
     const firstQuote = sim.requestLog().find((e) => e.path === '/v1/quotes' && e.status === 200 && Date.parse(e.time) >= back);
-    // The creations' next probe (at most 250 ms away) is answered, their limiter tells the quotes',
-    // and its pause ends then, seconds before it would have by itself.
     const quotedAfterMs = Date.parse(firstQuote!.time) - back;
-    console.log(`first quote ${quotedAfterMs} ms after the provider was back (the quotes' own pause had ${quotes.pausedForMs} ms left)`);
-    expect(quotedAfterMs).toBeLessThan(Math.min(3_000, quotes.pausedForMs - 1_000));
+    console.log(`first quote ${quotedAfterMs} ms after the provider was back`);
+    expect(quotedAfterMs).toBeLessThan(3_000);
+    expect(await gate.query(gateStatusQuery)).toMatchObject({ outage: false });
     expect(oneDeliveryPerReference(sim, references)).toEqual({ duplicated: [], missing: [] });
-    if (process.env.RECORD_HISTORIES) {
-      // Both limiters' outage, probes and the provider's return, for the replay test.
-      for (const family of LIMITED_FAMILIES) {
-        await recordHistories(process.env.RECORD_HISTORIES, `provider limiter ${family} after an outage`, [temporal.workflow.getHandle(limiterWorkflowId(taskQueue, family))]);
-      }
-    }
+    if (process.env.RECORD_HISTORIES) await recordHistories(process.env.RECORD_HISTORIES, 'pacing gate after an outage', [gate]);
   } finally {
     await group.stopAll();
     await sim.close();
   }
 }, 180_000);
+
+/** The most calls the provider counted in any rolling window of `windowMs` (429s are not counted). */
+function mostInAnyWindow(sim: Simulator, path: string, windowMs: number): number {
+  const times = sim
+    .requestLog()
+    .filter((e) => e.method === 'POST' && e.path === path && e.status !== 429)
+    .map((e) => Date.parse(e.time))
+    .sort((a, b) => a - b);
+  let most = 0;
+  for (let i = 0, j = 0; i < times.length; i++) {
+    while (times[i]! - times[j]! >= windowMs) j++;
+    most = Math.max(most, i - j + 1);
+  }
+  return most;
+}
+
+it('creates the rest of a backlog at the usual pace while one order always gets a 500, and cancels that order', async () => {
+  const sim = createSimulator({ apiKeys: [KEY], timeScale: SCALE });
+  const { client } = await setUp(sim, 5_000);
+  const stamp = Date.now().toString(36);
+  const poison = `P500-${stamp}`;
+  const refused = `P422-${stamp}`;
+  const references = Array.from({ length: 40 }, (_, i) => `PACE-${stamp}-${i}`);
+  sim.setFaults({ reference_faults: { [poison]: 500, [refused]: 422 } });
+  try {
+    // The poison orders ask first, so a gate that let them hold the queue would show it.
+    await client.startDelivery(order(500), { reference: poison });
+    await client.startDelivery(order(501), { reference: refused });
+    const t0 = Date.now();
+    await Promise.all(references.map((reference, i) => client.startDelivery(order(600 + i), { reference, followUp: { quietMs: 3_600_000 } })));
+    await eventually('the 40 other orders to be created', () => (oneDeliveryPerReference(sim, references).missing.length === 0 ? true : undefined), 60_000);
+    const last = Math.max(...sim.deliveries().filter((d) => references.includes(d.delivery.reference_number ?? '')).map((d) => Date.parse(d.delivery.created_at)));
+    // 40 creations at 20 a window need one window after the first 20 (1 s here); a few more seconds for quotes and the start.
+    console.log(`40 orders created ${last - t0} ms after their start, next to a poison order`);
+    expect(last - t0).toBeLessThan(15_000);
+    expect(sim.requestLog().filter((e) => e.status === 429)).toEqual([]);
+
+    // The 422 ends with the provider's reason; the 500 keeps trying, in a growing backoff, until cancelled.
+    await expect(temporal.workflow.getHandle(deliveryWorkflowId(refused)).result()).rejects.toThrow();
+    const refusedState = (await temporal.workflow.getHandle(deliveryWorkflowId(refused)).query('status')) as DeliveryState;
+    expect(refusedState.deliveryId).toBeUndefined();
+    const attempts = () => sim.requestLog().filter((e) => e.method === 'POST' && e.path === '/v1/deliveries' && e.status === 500).length;
+    await eventually('the poison order to have been tried twice', () => (attempts() >= 2 ? true : undefined), 30_000);
+    const final = await client.cancelDelivery(poison);
+    expect(final.cancellation?.outcome).toBe('before_creation');
+    expect(final.deliveryId).toBeUndefined();
+    expect(attempts()).toBeLessThanOrEqual(8);
+    expect(oneDeliveryPerReference(sim, [poison, refused]).missing).toEqual([poison, refused]);
+  } finally {
+    await group.stopAll();
+    await sim.close();
+  }
+}, 180_000);
+
+it.each([
+  ['are all stopped for longer than a slot while calls are scheduled, then restarted', [0, 0]],
+  ['have clocks 3 s ahead and 3 s behind', [3_000, -3_000]],
+])('never exceeds a rolling window nor gets a 429 when the workers %s', async (what, offsets) => {
+  const sim = createSimulator({ apiKeys: [KEY], timeScale: SCALE });
+  const { workers, startWorker, client } = await setUp(sim, 3_000, LIMITS, offsets);
+  const references = Array.from({ length: 60 }, (_, i) => `WIN-${Date.now().toString(36)}-${i}`);
+  try {
+    await Promise.all(references.map((reference, i) => client.startDelivery(order(700 + i), { reference, followUp: { quietMs: 3_600_000 } })));
+    if (what.startsWith('are all stopped')) {
+      await eventually('the first creations', () => (sim.deliveries().length >= 5 ? true : undefined), 60_000);
+      await Promise.all(workers.map((w) => w.kill('SIGKILL')));
+      await new Promise((r) => setTimeout(r, 10_000)); // past every scheduled call's schedule-to-start (its delay + 5 s)
+      await Promise.all([startWorker(), startWorker()]);
+    }
+    await eventually('every order to be created', () => (oneDeliveryPerReference(sim, references).missing.length === 0 ? true : undefined), 90_000);
+    expect(oneDeliveryPerReference(sim, references)).toEqual({ duplicated: [], missing: [] });
+    expect(sim.requestLog().filter((e) => e.status === 429)).toEqual([]);
+    expect(mostInAnyWindow(sim, '/v1/deliveries', 1_000)).toBeLessThanOrEqual(20);
+  } finally {
+    await group.stopAll();
+    await sim.close();
+  }
+}, 240_000);
