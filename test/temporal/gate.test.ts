@@ -102,7 +102,7 @@ describe('pacing through the gate', () => {
     expect([twin, original].flatMap((s) => s.timeline.map((e) => e.note)).filter((n) => n?.startsWith('reusing the valid quote'))).toHaveLength(1);
 
     expect(await gateIdle(stack)).toMatchObject({ waiting: 0, inFlight: 0 });
-  });
+  }, 120_000);
 
   it('uses a quote the order carries instead of asking again, and refuses one obtained for another order', async () => {
     const mine = order(1, true);
@@ -153,7 +153,7 @@ describe('a 429 that happens after all', () => {
       const tooEarly = log.filter((e) => e.at > r.at + 1_500 && e.at < freeAt - 5);
       expect(tooEarly).toEqual([]);
     }
-  });
+  }, 90_000);
 });
 
 describe('an order waiting for its creation slot', () => {
