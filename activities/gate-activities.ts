@@ -24,7 +24,8 @@ export async function startGate(client: Client, taskQueue: string, settings: Pac
 }
 
 export function createGateActivities(deps: { client: Client; settings: PacingSettings }) {
-  const ignoreGone = (err: unknown) => {
+  // A workflow that is gone (terminated, or the gate before it restarts) needs no message.
+  const ignoreGone = (err: unknown): void => {
     if (!(err instanceof WorkflowNotFoundError)) throw err;
   };
   return {
@@ -38,7 +39,7 @@ export function createGateActivities(deps: { client: Client; settings: PacingSet
     async withdrawFromGate({ taskQueue, from, n }: { taskQueue: string; from: string; n: number }): Promise<void> {
       await deps.client.workflow.getHandle(gateWorkflowId(taskQueue)).signal(gateWithdrawSignal, { from, n }).catch(ignoreGone);
     },
-    /** A delivery that is gone (terminated) needs no answer; any other failure retries the batch (a repeated answer is never read). */
+    /** Any failure but a gone workflow retries the whole batch: a repeated answer is never read. */
     async answerDeliveries(answers: Addressed[]): Promise<void> {
       await Promise.all(answers.map(({ to, answer }) => deps.client.workflow.getHandle(to).signal(gateAnswerSignal, answer).catch(ignoreGone)));
     },

@@ -15,26 +15,17 @@ export interface CreateDeliveryInput {
   idempotencyKey: string;
 }
 
-/** When a call the pacing gate makes may be sent (workflows/gate.ts): both durations count from the activity's start. */
-export interface SlotTiming {
-  /** Not before this. */
-  delayMs: number;
-  /** Sent only if the whole HTTP call (its timeout included) ends within this. */
-  sendWithinMs: number;
-}
+/** When a call the pacing gate makes may be sent (workflows/gate.ts), from the activity's start: not before `delayMs`, and only if the whole HTTP call ends within `sendWithinMs`. */
+export type SlotTiming = { delayMs: number; sendWithinMs: number };
 
-export interface CreateInGateInput extends CreateDeliveryInput {
-  /** An earlier attempt may have reached the provider: look the delivery up before creating. */
-  lookFirst: boolean;
-}
+/** `lookFirst`: an earlier attempt may have reached the provider, so look the delivery up before creating. */
+export type CreateInGateInput = CreateDeliveryInput & { lookFirst: boolean };
 
-/**
- * `httpTimeoutMs`: the API client's timeout of one call. `now` is the monotonic clock that times
- * a slot (never the wall clock, which may be off: docs/operations.md, "Clocks").
- */
-export function createProviderActivities(provider: ProviderClient, o: { httpTimeoutMs?: number; now?: () => number } = {}) {
+/** `httpTimeoutMs`: the API client's timeout of one call. */
+export function createProviderActivities(provider: ProviderClient, o: { httpTimeoutMs?: number } = {}) {
   const signal = () => Context.current().cancellationSignal;
-  const now = o.now ?? (() => performance.now());
+  // A slot is timed on the monotonic clock, never the wall clock, which may be off (docs/operations.md, "Clocks").
+  const now = () => performance.now();
   /** Waits for the slot, then returns a check to run right before each send. */
   const inSlot = async ({ delayMs, sendWithinMs }: SlotTiming) => {
     const start = now();

@@ -2,34 +2,33 @@
 import { defineQuery, defineSignal } from '@temporalio/workflow';
 import type { RateLimit } from '../provider/limits';
 import type { CreateDeliveryRequest, DeliveryRecord, Quote } from '../provider/schemas';
+import type { GateState } from './gate-state';
 
 /** The call families the gate paces; every other call uses Temporal's task-queue rate limit. */
 export const GATED_FAMILIES = ['creations', 'quotes'] as const;
 export type GatedFamily = (typeof GATED_FAMILIES)[number];
 
+/** As the PROVIDER_PACING_* settings say (worker/pacing-config.ts). */
 export interface GateConfig {
   limits: Record<GatedFamily, RateLimit>;
-  /** Added to each slot's reuse time (see the clock assumption in docs/operations.md). */
   marginMs: number;
-  /** How long one call may take, from its start, lookup included. */
   callTimeoutMs: number;
-  /** A slot that frees within this long gets its call scheduled now, to go out when it frees. */
   leadMs: number;
-  /** A quote is shared by identical orders only while it has this long left. */
   quoteMinRemainingMs: number;
 }
 
+/**
+ * `from`: the asking workflow (for creations also the Idempotency-Key); `n`: the request's number
+ * there, which its answer carries back; `requestedAt`: when the order first asked (asked again, it
+ * keeps its place); `fingerprint` (quotes): identical orders share one quote while it is valid.
+ */
 export interface GateRequest {
-  /** The asking workflow; for creations also the Idempotency-Key. */
   from: string;
-  /** The request's number in that workflow: its answer carries it back. */
   n: number;
   family: GatedFamily;
   food: boolean;
-  /** When the order first asked: a request asked again keeps its place. */
   requestedAt: number;
   order: CreateDeliveryRequest;
-  /** Quotes: identical orders (same fingerprint) share one quote while it is valid. */
   fingerprint?: string;
 }
 
@@ -48,16 +47,7 @@ export const gateWithdrawSignal = defineSignal<[{ from: string; n: number }]>('g
 export const gateConfigureSignal = defineSignal<[GateConfig]>('gateConfigure');
 export const gateAnswerSignal = defineSignal<[GateAnswer]>('gateAnswer');
 
-export interface GateStatus {
-  config: GateConfig;
-  waiting: number;
-  inFlight: number;
-  free: Record<GatedFamily, number>;
-  pausedForMs: Record<GatedFamily, number>;
-  outage: boolean;
-  counts: { calls: number; shared: number; retried: number };
-}
-export const gateStatusQuery = defineQuery<GateStatus>('gateStatus');
+export const gateStatusQuery = defineQuery<ReturnType<GateState['status']>>('gateStatus');
 
 /** The type of the failure of a call not sent because it could have ended after its slot. */
 export const SLOT_MISSED = 'PacingSlotMissed';

@@ -1,22 +1,12 @@
 /** The gate's bookkeeping, pure and deterministic: the gate workflow drives it, unit tests drive it with plain numbers. */
 import type { Quote } from '../provider/schemas';
-import { GATED_FAMILIES, type GateAnswer, type GateConfig, type GatedFamily, type GateRequest, type GateStatus } from './gate-messages';
+import { GATED_FAMILIES, type GateAnswer, type GateConfig, type GatedFamily, type GateRequest } from './gate-messages';
 
-export interface Waiting extends GateRequest {
-  /** A failed order waits out its own backoff here, without holding back the others. */
-  retryAt: number;
-  attempts: number;
-  /** An earlier attempt may have reached the provider: a creation looks the delivery up first. */
-  unclear: boolean;
-}
-
-export interface Call {
-  req: Waiting;
-  /** The call goes out at this time, not before: the slot's reuse time. */
-  notBefore: number;
-  /** Its order was cancelled while the call was out: no further attempt. */
-  withdrawn?: boolean;
-}
+/** `retryAt`: a failed order waits out its own backoff, not holding back the others; `unclear`: an earlier attempt may have reached the provider. */
+export type Waiting = GateRequest & { retryAt: number; attempts: number; unclear: boolean };
+/** `notBefore`: the slot's time, when the call may go out; `withdrawn`: its order was cancelled while it was out. */
+export type Call = { req: Waiting; notBefore: number; withdrawn?: boolean };
+export type Addressed = { to: string; answer: GateAnswer };
 
 /** How a call ended, for pacing: which calls hold their slot for a window, and whose fault a failure was. */
 export type Outcome =
@@ -25,22 +15,14 @@ export type Outcome =
   | { kind: 'not_made' } // certainly never sent (the slot was missed)
   | { kind: 'unavailable' | 'unreachable' | 'unclear' }; // a 5xx, no answer, or a worker that died mid-call
 
-/** An answer and the workflow it goes to. */
-export interface Addressed {
-  to: string;
-  answer: GateAnswer;
-}
-
 /** What the gate carries across continue-as-new: no waiting requests, no orders, no personal data. */
 export interface GateSnapshot {
   config: GateConfig;
-  /** Per family, when each used slot may be used again (ascending). */
-  busyUntil: Record<GatedFamily, number[]>;
+  busyUntil: Record<GatedFamily, number[]>; // per family, when each used slot may be used again (ascending)
   pausedUntil: Record<GatedFamily, number>;
-  /** Distinct orders whose last call failed with a 5xx or no answer, since the last answer. */
-  outage: { failing: string[]; probes: number; until: number };
+  outage: { failing: string[]; probes: number; until: number }; // `failing`: different orders failed since the last answer
   quotes: { fingerprint: string; quote: Quote }[];
-  counts: GateStatus['counts'];
+  counts: { calls: number; shared: number; retried: number };
 }
 
 /** This many different orders failing in a row, with no answer between, mean an outage. */
@@ -129,7 +111,7 @@ export class GateState {
         const quote = outcome.quote;
         if (!quote || req.fingerprint === undefined) return [mine];
         // Identical orders waiting for this quote get it too.
-        this.remember(req.fingerprint, quote);
+        this.s.quotes = [...this.s.quotes.filter((q) => q.fingerprint !== req.fingerprint), { fingerprint: req.fingerprint, quote }].slice(-QUOTE_CACHE_LIMIT);
         if (!this.sharedQuote(req.fingerprint, now)) return [mine];
         const twins = this.waiting.filter((x) => x.fingerprint === req.fingerprint);
         this.waiting = this.waiting.filter((x) => x.fingerprint !== req.fingerprint);
@@ -144,9 +126,8 @@ export class GateState {
       default:
         if (outcome.kind !== 'unclear' && !o.failing.includes(req.from)) o.failing.push(req.from);
         // Probes back off up to a quarter of the shortest window: an outage's end is noticed that soon.
-        if (o.failing.length >= OUTAGE_AFTER) o.until = now + Math.min(this.shortestWindow() / 4, BACKOFF_BASE_MS * 2 ** o.probes++);
-        // This order alone waits out a growing backoff; its place in the queue stays.
-        this.s.counts.retried++;
+        if (o.failing.length >= OUTAGE_AFTER) o.until = now + Math.min(...GATED_FAMILIES.map((f) => this.s.config.limits[f].windowMs / 4), BACKOFF_BASE_MS * 2 ** o.probes++);
+        this.s.counts.retried++; // this order alone waits out a growing backoff, its place kept
         return again({ ...req, attempts: req.attempts + 1, unclear: true, retryAt: now + Math.min(BACKOFF_MAX_MS, BACKOFF_BASE_MS * 2 ** req.attempts) });
     }
   }
@@ -163,34 +144,19 @@ export class GateState {
   }
 
   /** For the status query: reads, never changes. */
-  status(now: number): GateStatus {
-    const per = (fn: (f: GatedFamily) => number) => Object.fromEntries(GATED_FAMILIES.map((f) => [f, fn(f)])) as Record<GatedFamily, number>;
-    return {
-      config: this.s.config,
-      waiting: this.waiting.length,
-      inFlight: this.inFlight.size,
-      free: per((f) => this.s.config.limits[f].limit - this.held(f) - this.s.busyUntil[f].filter((t) => t > now).length),
-      pausedForMs: per((f) => Math.max(0, this.s.pausedUntil[f] - now)),
-      outage: this.s.outage.failing.length >= OUTAGE_AFTER,
-      counts: this.s.counts,
-    };
+  status(now: number) {
+    const per = (fn: (f: GatedFamily) => number) => ({ creations: fn('creations'), quotes: fn('quotes') });
+    const { config, pausedUntil, busyUntil, outage, counts } = this.s;
+    const free = per((f) => config.limits[f].limit - this.held(f) - busyUntil[f].filter((t) => t > now).length);
+    return { config, waiting: this.waiting.length, inFlight: this.inFlight.size, free, pausedForMs: per((f) => Math.max(0, pausedUntil[f] - now)), outage: outage.failing.length >= OUTAGE_AFTER, counts };
   }
 
-  private shortestWindow(): number {
-    return Math.min(...GATED_FAMILIES.map((f) => this.s.config.limits[f].windowMs));
-  }
+  private held = (f: GatedFamily) => [...this.inFlight.values()].filter((c) => c.req.family === f).length;
+  private quoteInFlight = (r: Waiting) => r.fingerprint !== undefined && [...this.inFlight.values()].some((c) => c.req.fingerprint === r.fingerprint);
 
-  private held(family: GatedFamily): number {
-    return [...this.inFlight.values()].filter((c) => c.req.family === family).length;
-  }
-
-  private quoteInFlight(r: Waiting): boolean {
-    return r.fingerprint !== undefined && [...this.inFlight.values()].some((c) => c.req.fingerprint === r.fingerprint);
-  }
-
+  /** Food first, then by first request. */
   private enqueue(r: Waiting): void {
-    const before = (a: Waiting, b: Waiting) => (a.food !== b.food ? a.food : a.requestedAt < b.requestedAt);
-    const at = this.waiting.findIndex((w) => before(r, w));
+    const at = this.waiting.findIndex((w) => (r.food !== w.food ? r.food : r.requestedAt < w.requestedAt));
     this.waiting.splice(at < 0 ? this.waiting.length : at, 0, r);
   }
 
@@ -203,9 +169,5 @@ export class GateState {
   private sharedQuote(fingerprint: string, now: number): Quote | undefined {
     this.s.quotes = this.s.quotes.filter((q) => Date.parse(q.quote.expires_at) - now >= this.s.config.quoteMinRemainingMs);
     return this.s.quotes.find((q) => q.fingerprint === fingerprint)?.quote;
-  }
-
-  private remember(fingerprint: string, quote: Quote): void {
-    this.s.quotes = [...this.s.quotes.filter((q) => q.fingerprint !== fingerprint), { fingerprint, quote }].slice(-QUOTE_CACHE_LIMIT);
   }
 }

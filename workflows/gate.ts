@@ -27,20 +27,7 @@
  * delivery up by reference before creating (Idempotency-Key = the delivery's workflow ID).
  * `PROVIDER_PACING=task-queue` uses Temporal's task-queue rate limit instead (the comparison).
  */
-import {
-  ActivityFailure,
-  ApplicationFailure,
-  CancellationScope,
-  condition,
-  continueAsNew,
-  isCancellation,
-  proxyActivities,
-  proxyLocalActivities,
-  setCurrentDetails,
-  setHandler,
-  TimeoutFailure,
-  workflowInfo,
-} from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, CancellationScope, condition, continueAsNew, isCancellation, proxyActivities, proxyLocalActivities, setCurrentDetails, setHandler, TimeoutFailure, workflowInfo } from '@temporalio/workflow';
 import type { GateActivities } from '../activities/gate-activities';
 import type { ProviderActivities } from '../activities/provider-activities';
 import type { CreateDeliveryRequest } from '../provider/schemas';
@@ -69,10 +56,7 @@ export async function pacingGate(input: { taskQueue: string; config: GateConfig;
   };
   setHandler(gateRequestSignal, (r) => post(r.from, gate.request(r, Date.now())));
   setHandler(gateWithdrawSignal, (r) => post(r.from, gate.withdraw(r)));
-  setHandler(gateConfigureSignal, (config) => {
-    gate.s.config = config;
-    changed = true;
-  });
+  setHandler(gateConfigureSignal, (config) => post('', void (gate.s.config = config))); // a new worker's settings
   setHandler(gateStatusQuery, () => gate.status(Date.now()));
 
   for (let draining = false; ; ) {
@@ -110,11 +94,13 @@ async function makeCall(taskQueue: string, gate: GateState, call: Call): Promise
   const act = proxyActivities<ProviderActivities>({
     taskQueue: providerTaskQueues(taskQueue)[req.family],
     scheduleToStartTimeout: delayMs + START_SLACK_MS,
-    scheduleToCloseTimeout: delayMs + START_SLACK_MS + gate.s.config.callTimeoutMs,
+    // Started by delay + slack at the latest, it then waits its delay and has the call's time.
+    scheduleToCloseTimeout: 2 * delayMs + START_SLACK_MS + gate.s.config.callTimeoutMs,
     retry: { maximumAttempts: 1 }, // each attempt takes a slot of its own
     priority: deliveryPriority(req.food),
+    summary: `${req.family === 'quotes' ? 'quote' : 'create'} for ${req.from}${req.attempts ? `, attempt ${req.attempts + 1}` : ''}`,
   });
-  const timing = { delayMs, sendWithinMs: gate.s.config.callTimeoutMs };
+  const timing = { delayMs, sendWithinMs: delayMs + gate.s.config.callTimeoutMs };
   let outcome: Outcome;
   try {
     if (req.family === 'quotes') {
@@ -170,7 +156,7 @@ export class GateCalls {
         // A creation already on its way may create the delivery: wait for its end (bounded), so it can be cancelled.
         answer = await CancellationScope.nonCancellable(async () => {
           await local.withdrawFromGate({ taskQueue, from, n });
-          if (family === 'creations') await condition(() => this.answers.has(n), this.config.leadMs + START_SLACK_MS + this.config.callTimeoutMs + 60_000);
+          if (family === 'creations') await condition(() => this.answers.has(n), 2 * this.config.leadMs + START_SLACK_MS + this.config.callTimeoutMs + 60_000);
           return this.answers.get(n);
         });
         if (!answer || !('delivery' in answer)) throw err;

@@ -13,7 +13,7 @@ import { Client, Connection } from '@temporalio/client';
 import { DeliveryClient } from '../../client/delivery-client';
 import { createSimulator, type Simulator } from '../../simulator/server';
 import { gateStatusQuery, gateWorkflowId } from '../../workflows/gate-messages';
-import type { CarriedQuote, DeliveryOrder, DeliveryState } from '../../workflows/messages';
+import type { DeliveryOrder, DeliveryState } from '../../workflows/messages';
 import { deliveryWorkflowId } from '../../workflows/task-queues';
 import { deliveryRequest, destination } from '../fixtures/orders';
 import { recordHistories } from '../helpers/histories';
