@@ -3,9 +3,10 @@
  * worker owns the key and tests can pass a client pointed at the simulator). Each honours the
  * activity's cancellation signal and turns provider errors into typed failures.
  */
-import { Context } from '@temporalio/activity';
+import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { ProviderClient } from '../provider/client';
 import type { CreateDeliveryRequest, DeliveryRecord, Quote, UpdateDeliveryRequest } from '../provider/schemas';
+import { SLOT_MISSED } from '../workflows/gate-messages';
 import { withProviderFailures } from './failures';
 
 export interface CreateDeliveryInput {
@@ -14,26 +15,25 @@ export interface CreateDeliveryInput {
   idempotencyKey: string;
 }
 
-/** A call made inside a limiter slot reports when its answer came back (see workflows/slot-window.ts). */
-export interface Answered<T> {
-  value: T;
-  answeredAt: number;
-}
+/** When a call the pacing gate makes may be sent (workflows/gate.ts), from the activity's start: not before `delayMs`, and only if the whole HTTP call ends within `sendWithinMs`. */
+export type SlotTiming = { delayMs: number; sendWithinMs: number };
 
-export interface CreateInSlotInput extends CreateDeliveryInput {
-  /** An earlier attempt may have reached the provider: look the delivery up before creating. */
-  lookFirst: boolean;
-  /** The slot's time: the call waits until then (epoch ms; see workflows/slot-window.ts). */
-  notBefore?: number;
-}
+/** `lookFirst`: an earlier attempt may have reached the provider, so look the delivery up before creating. */
+export type CreateInGateInput = CreateDeliveryInput & { lookFirst: boolean };
 
-export function createProviderActivities(provider: ProviderClient) {
+/** `httpTimeoutMs`: the API client's timeout of one call. */
+export function createProviderActivities(provider: ProviderClient, o: { httpTimeoutMs?: number } = {}) {
   const signal = () => Context.current().cancellationSignal;
-  const answered = async <T>(value: Promise<T>): Promise<Answered<T>> => ({ value: await value, answeredAt: Date.now() });
-  /** A slot granted ahead of its time: wait here, where the wait costs no round trip. */
-  const untilSlot = async (notBefore: number | undefined) => {
-    const wait = (notBefore ?? 0) - Date.now();
-    if (wait > 0) await Context.current().sleep(wait);
+  // A slot is timed on the monotonic clock, never the wall clock, which may be off (docs/operations.md, "Clocks").
+  const now = () => performance.now();
+  /** Waits for the slot, then returns a check to run right before each send. */
+  const inSlot = async ({ delayMs, sendWithinMs }: SlotTiming) => {
+    const start = now();
+    if (delayMs > 0) await Context.current().sleep(delayMs);
+    return () => {
+      const late = now() - start + (o.httpTimeoutMs ?? 10_000) - sendWithinMs;
+      if (late > 0) throw ApplicationFailure.create({ type: SLOT_MISSED, message: `not sent: the call could have ended ${Math.round(late)} ms after its slot`, nonRetryable: true });
+    };
   };
 
   /** Finds the delivery an earlier attempt created and lost the answer of, if there is one. */
@@ -56,20 +56,22 @@ export function createProviderActivities(provider: ProviderClient) {
       return delivery;
     }),
 
-    /** One quote call in a limiter slot (one attempt: each retry takes a slot of its own). */
-    quoteInSlot: withProviderFailures(async (request: CreateDeliveryRequest, notBefore?: number): Promise<Answered<Quote>> => {
-      await untilSlot(notBefore);
-      return answered(provider.quote(request, { signal: signal() }));
+    /** A quote the pacing gate makes: one attempt in one slot. */
+    quoteInGate: withProviderFailures(async (request: CreateDeliveryRequest, timing: SlotTiming): Promise<Quote> => {
+      const check = await inSlot(timing);
+      check();
+      return provider.quote(request, { signal: signal() });
     }),
 
-    /** One creation call in a limiter slot; the lookup by reference uses the other calls' budget. */
-    createInSlot: withProviderFailures(async ({ request, idempotencyKey, lookFirst, notBefore }: CreateInSlotInput): Promise<Answered<DeliveryRecord>> => {
-      await untilSlot(notBefore);
+    /** A creation the pacing gate makes; the lookup by reference uses the other calls' budget. */
+    createInGate: withProviderFailures(async ({ request, idempotencyKey, lookFirst }: CreateInGateInput, timing: SlotTiming): Promise<DeliveryRecord> => {
+      const check = await inSlot(timing);
       const existing = lookFirst ? await findEarlier(request.reference_number) : undefined;
-      if (existing) return { value: existing, answeredAt: Date.now() };
-      const created = await answered(provider.createDelivery(request, { idempotencyKey, signal: signal() }));
-      Context.current().log.info('delivery created at the provider', { deliveryId: created.value.delivery.id, replayed: created.value.replayed });
-      return { value: created.value.delivery, answeredAt: created.answeredAt };
+      if (existing) return existing;
+      check();
+      const { delivery, replayed } = await provider.createDelivery(request, { idempotencyKey, signal: signal() });
+      Context.current().log.info('delivery created at the provider', { deliveryId: delivery.id, replayed });
+      return delivery;
     }),
 
     getDelivery: withProviderFailures(async (deliveryId: string): Promise<DeliveryRecord> => provider.getDelivery(deliveryId, { signal: signal() })),

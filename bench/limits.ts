@@ -1,11 +1,11 @@
 /**
- * `npm run bench -- limits`: dispatch at the provider's limits, everything real on 127.0.0.1:
+ * `npm run bench -- limits`: pacing at the provider's limits, everything real on 127.0.0.1:
  * its own Temporal dev server, the simulator with its time scale shrinking the windows (strict
  * rolling windows, per key), delivery workers as two real processes.
  *
- * Phases (LIMITS_BENCH_PHASES=window,task-queue,naive,crash,outage; all by default), each with
+ * Phases (LIMITS_BENCH_PHASES=gate,task-queue,naive,crash,outage,poison; all by default), each with
  * its own simulator, key and task queue:
- *  - window:     a backlog of ORDERS started at once, through the window limiter (the default);
+ *  - gate:       a backlog of ORDERS started at once, through the pacing gate (the default);
  *  - task-queue: the same backlog through Temporal's task-queue rate limit alone, set on the
  *                server with `temporal task-queue config set --queue-rps-limit`;
  *  - naive:      the same orders sent straight to the API client, retry-on-429 with exponential
@@ -14,7 +14,10 @@
  *                right after the provider created a delivery but before it answered, and right
  *                after it answered), the provider ignoring Idempotency-Key; then every delivery
  *                runs to its end and is compared with the provider's record;
- *  - outage:     OUTAGE_ORDERS orders with two (provider) minutes of 503s in the middle.
+ *  - outage:     OUTAGE_ORDERS orders with two (provider) minutes of 503s in the middle;
+ *  - poison:     POISON_ORDERS orders started at once, 5 of them poison (two Unicode references,
+ *                one with a newline, one the provider answers 500 forever, one it answers 422):
+ *                the others' drain against their own least time, and how each poison order ends.
  */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
@@ -28,7 +31,7 @@ import { startBenchServer } from './bench-server';
 import { keyFingerprint } from '../simulator/auth';
 import { createSimulator, type Simulator, type SimulatorOptions } from '../simulator/server';
 import { deliveryRequest, destination } from '../test/fixtures/orders';
-import { taskQueueRatePerSecond } from '../worker/rate-limits';
+import { taskQueueRatePerSecond } from '../worker/pacing-config';
 import type { DeliveryOrder, DeliveryState } from '../workflows/messages';
 import { quoteFingerprint } from '../workflows/quote-fingerprint';
 import { deliveryWorkflowId, providerTaskQueues } from '../workflows/task-queues';
@@ -45,7 +48,8 @@ const OUTAGE_PROVIDER_MS = 2 * 60_000;
 const FOOD_EVERY = 4; // a quarter of the orders carry food
 const TWIN_EVERY = 10; // every tenth order repeats the previous one's inputs (a re-submitted order)
 const TIME_LIMIT_MS = num('LIMITS_BENCH_TIME_LIMIT_MIN', 40) * 60_000;
-const PHASES = (process.env.LIMITS_BENCH_PHASES ?? 'window,task-queue,naive,crash,outage').split(',');
+const POISON_ORDERS = num('LIMITS_BENCH_POISON_ORDERS', 200);
+const PHASES = (process.env.LIMITS_BENCH_PHASES ?? 'gate,task-queue,naive,crash,outage,poison').split(',');
 
 /** The provider's limits in real time at this scale: what the simulator enforces and the workers are told. */
 const LIMITS: Record<CallFamily, RateLimit> = Object.fromEntries(
@@ -92,7 +96,7 @@ async function newSimulator(options: SimulatorOptions): Promise<{ sim: Simulator
   return { sim, url };
 }
 
-function workerEnv(ctx: Context, o: { taskQueue: string; url: string; key: string; limiter: 'window' | 'task-queue'; callTimeoutMs?: number }): Record<string, string> {
+function workerEnv(ctx: Context, o: { taskQueue: string; url: string; key: string; pacing: 'gate' | 'task-queue'; callTimeoutMs?: number }): Record<string, string> {
   const ms = (l: RateLimit) => `${l.limit}/${l.windowMs}ms`;
   return {
     TEMPORAL_ADDRESS: ctx.server.address,
@@ -102,9 +106,9 @@ function workerEnv(ctx: Context, o: { taskQueue: string; url: string; key: strin
     DELIVERY_API_KEY: o.key,
     DELIVERY_API_TIMEOUT_MS: String(Math.min(10_000, (o.callTimeoutMs ?? 10_000) - 500)),
     PROVIDER_RATE_LIMITS: `creations=${ms(LIMITS.creations)},quotes=${ms(LIMITS.quotes)},other=${ms(LIMITS.other)}`,
-    PROVIDER_LIMITER: o.limiter,
-    // Both are provider-time quantities: skew tolerance and the least life a shared quote must have left.
-    PROVIDER_LIMIT_MARGIN_MS: String(Math.round(250 / SCALE)),
+    PROVIDER_PACING: o.pacing,
+    // Both are provider-time quantities: the slot margin and the least life a shared quote must have left.
+    PROVIDER_PACING_MARGIN_MS: String(Math.round(250 / SCALE)),
     PROVIDER_QUOTE_MIN_REMAINING_MS: String(Math.round(60_000 / SCALE)),
     PROVIDER_CALL_TIMEOUT_MS: String(o.callTimeoutMs ?? 10_000),
     WORKER_WORKFLOW_BUNDLE: ctx.bundle,
@@ -239,13 +243,13 @@ async function terminateAll(temporal: Client, references: string[]): Promise<voi
   await Promise.all(references.map((r) => temporal.workflow.getHandle(deliveryWorkflowId(r)).terminate('benchmark over').catch(() => undefined)));
 }
 
-/** The backlog through our workers, with the window limiter or the engine's task-queue limit. */
-async function backlogPhase(ctx: Context, limiter: 'window' | 'task-queue'): Promise<BacklogFigures> {
+/** The backlog through our workers, through the pacing gate or the engine's task-queue limit. */
+async function backlogPhase(ctx: Context, limiter: 'gate' | 'task-queue'): Promise<BacklogFigures> {
   const key = `bench-${limiter}`;
   const taskQueue = `limits-${limiter}`;
   const { sim, url } = await newSimulator({ apiKeys: [key] });
   if (limiter === 'task-queue') await setServerQueueLimits(ctx, taskQueue);
-  const workers = await startWorkers(ctx, workerEnv(ctx, { taskQueue, url, key, limiter }));
+  const workers = await startWorkers(ctx, workerEnv(ctx, { taskQueue, url, key, pacing: limiter }));
   const client = new DeliveryClient({ temporal: ctx.temporal, taskQueue });
   const orders = makeOrders(`${limiter}-${Date.now().toString(36)}`, ORDERS);
   const least = leastDrainMs(orders, LIMITS.quotes, LIMITS.creations);
@@ -332,7 +336,7 @@ async function crashPhase(ctx: Context): Promise<Record<string, number | string>
   const latencyMs = 150;
   // Each step of a delivery takes 20 provider seconds; the provider ignores Idempotency-Key.
   const { sim, url } = await newSimulator({ apiKeys: [key], autoAdvanceMs: 20_000, faults: { ignore_idempotency_keys: true, latency_ms: latencyMs } });
-  const workers = await startWorkers(ctx, workerEnv(ctx, { taskQueue, url, key, limiter: 'window', callTimeoutMs: 3_000 }));
+  const workers = await startWorkers(ctx, workerEnv(ctx, { taskQueue, url, key, pacing: 'gate', callTimeoutMs: 3_000 }));
   const client = new DeliveryClient({ temporal: ctx.temporal, taskQueue });
   const orders = makeOrders(`crash-${Date.now().toString(36)}`, CRASH_ORDERS).map((o, i) => ({ ...o, order: { ...o.order, pickup_location: { ...o.order.pickup_location, comment: `crash ${i}` } } }));
   const references = orders.map((o) => o.reference);
@@ -420,7 +424,7 @@ async function outagePhase(ctx: Context): Promise<Record<string, number | string
   const key = 'bench-outage';
   const taskQueue = 'limits-outage';
   const { sim, url } = await newSimulator({ apiKeys: [key] });
-  const workers = await startWorkers(ctx, workerEnv(ctx, { taskQueue, url, key, limiter: 'window' }));
+  const workers = await startWorkers(ctx, workerEnv(ctx, { taskQueue, url, key, pacing: 'gate' }));
   const client = new DeliveryClient({ temporal: ctx.temporal, taskQueue });
   const orders = makeOrders(`outage-${Date.now().toString(36)}`, OUTAGE_ORDERS);
   const references = orders.map((o) => o.reference);
@@ -462,6 +466,71 @@ async function outagePhase(ctx: Context): Promise<Record<string, number | string
   }
 }
 
+/**
+ * POISON_ORDERS orders at once, five of them poison, started first: two Unicode references, one
+ * with a newline (must be refused before anything starts), one the provider answers 500 forever,
+ * one it answers 422. The others must drain within their own least time; each poison order must
+ * end (created, or failed with a message) or be cancellable once the others are created.
+ */
+async function poisonPhase(ctx: Context): Promise<Record<string, number | string>> {
+  const key = 'bench-poison';
+  const taskQueue = 'limits-poison';
+  const stamp = Date.now().toString(36);
+  const poison = { unicode_euro: `ORD-€42-${stamp}`, unicode_cjk: `注文-1001-${stamp}`, newline: `ORD-${stamp}\nX`, always_500: `P500-${stamp}`, always_422: `P422-${stamp}` };
+  const { sim, url } = await newSimulator({ apiKeys: [key], faults: { reference_faults: { [poison.always_500]: 500, [poison.always_422]: 422 } } });
+  const workers = await startWorkers(ctx, workerEnv(ctx, { taskQueue, url, key, pacing: 'gate' }));
+  const client = new DeliveryClient({ temporal: ctx.temporal, taskQueue });
+  const all = makeOrders(`poison-${stamp}`, POISON_ORDERS);
+  const poisoned = all.slice(0, 5).map((o, i) => ({ ...o, reference: Object.values(poison)[i]! }));
+  const others = all.slice(5);
+  const outcome: Record<string, string> = {};
+  try {
+    // The poison orders go first, so a gate that let them hold the queue would show it.
+    for (const [name, o] of Object.entries(poison).map(([n], i) => [n, poisoned[i]!] as const)) {
+      try {
+        await client.startDelivery(o.order, { reference: o.reference, followUp: { quietMs: 24 * 3_600_000 } });
+      } catch (err) {
+        outcome[name] = `refused before start: ${(err as Error).message.slice(0, 120)}`;
+      }
+    }
+    const startedAt = await startAll(client, others, 24 * 3_600_000);
+    const t0 = Math.min(...startedAt.values());
+    const least = leastDrainMs(others, LIMITS.quotes, LIMITS.creations);
+    const createdAt = await waitCreated(sim, others.map((o) => o.reference), Date.now() + 3 * least + 60_000, 'poison (the others)');
+    const log = callLog(sim, key);
+    // Every poison order that is still running is cancelled now: a cancel must always work.
+    for (const [name, reference] of Object.entries(poison)) {
+      if (outcome[name]) continue;
+      const state = await client.getStatus(reference).catch(() => undefined);
+      if (state?.deliveryId) outcome[name] = `created (${state.phase})`;
+      else if (state?.phase === 'ended') outcome[name] = `ended: ${state.timeline.at(-1)?.note ?? ''}`.slice(0, 160);
+      else {
+        const result = await Promise.race([client.result(reference).then(() => 'ended', (err: Error) => `failed: ${err.message}`), sleep(1_000).then(() => undefined)]);
+        if (result) outcome[name] = result.slice(0, 160);
+        else {
+          const t = Date.now();
+          const final = await client.cancelDelivery(reference);
+          outcome[name] = `still trying after ${round((Date.now() - t0) / 1000, 1)} s; cancelled in ${round((Date.now() - t) / 1000, 1)} s: ${final.cancellation?.outcome}`;
+        }
+      }
+    }
+    const figures = {
+      poison_orders: all.length,
+      poison_others_created: createdAt.size,
+      poison_others_drain_ratio: round((Math.max(...createdAt.values()) - t0) / least),
+      poison_refused429: log.creationsRefused + log.quotesRefused,
+      poison_500_attempts: sim.requestLog().filter((e) => e.path === '/v1/deliveries' && e.status === 500).length,
+      poison_outcomes: JSON.stringify(outcome),
+    };
+    progress(`poison: ${JSON.stringify(figures)}`);
+    return figures;
+  } finally {
+    await Promise.all(workers.map((w) => w.stop()));
+    await terminateAll(ctx.temporal, all.map((o) => o.reference).concat(Object.values(poison)));
+    await sim.close();
+  }
+}
+
 /** Per path, seconds from `since` to the first call the simulator received. */
 function firstCallAfter(sim: Simulator, since: number): Record<string, number> {
   const out: Record<string, number> = {};
@@ -490,11 +559,12 @@ export async function limitsBenchmark(): Promise<Record<string, number | string>
   };
   const prefix = (p: string, f: BacklogFigures) => Object.fromEntries(Object.entries(f).map(([k, v]) => [`${p}_${k}`, v]));
   try {
-    if (PHASES.includes('window')) Object.assign(figures, prefix('window', await backlogPhase(ctx, 'window')));
+    if (PHASES.includes('gate')) Object.assign(figures, prefix('gate', await backlogPhase(ctx, 'gate')));
     if (PHASES.includes('task-queue')) Object.assign(figures, prefix('taskqueue', await backlogPhase(ctx, 'task-queue')));
     if (PHASES.includes('naive')) Object.assign(figures, prefix('naive', await naivePhase()));
     if (PHASES.includes('crash')) Object.assign(figures, await crashPhase(ctx));
     if (PHASES.includes('outage')) Object.assign(figures, await outagePhase(ctx));
+    if (PHASES.includes('poison')) Object.assign(figures, await poisonPhase(ctx));
   } finally {
     await connection.close();
     await server.stop();

@@ -64,7 +64,7 @@ const SAMPLES = Math.min(DELIVERIES, num('SCALE_BENCH_SAMPLES', 300));
 const HIT_SAMPLES = Math.min(DELIVERIES, num('SCALE_BENCH_HIT_SAMPLES', 50));
 const SIGNALS = num('SCALE_BENCH_SIGNALS', Math.min(DELIVERIES, 300));
 const SIGNAL_CONCURRENCY = num('SCALE_BENCH_SIGNAL_CONCURRENCY', 32);
-const LIMITER = (process.env.SCALE_BENCH_LIMITER ?? 'task-queue') as 'window' | 'task-queue';
+const LIMITER = (process.env.SCALE_BENCH_PACING ?? 'task-queue') as 'gate' | 'task-queue';
 const TIME_LIMIT_MS = num('SCALE_BENCH_TIME_LIMIT_MIN', 40) * 60_000;
 const CREATION_LIMIT_MS = num('SCALE_BENCH_CREATION_LIMIT_MIN', 25) * 60_000;
 const SETTLE_MAX_S = num('SCALE_BENCH_SETTLE_MAX_S', 180);
@@ -300,7 +300,7 @@ export async function scaleBenchmark(): Promise<Record<string, number | string>>
   const figures: Record<string, number | string> = {
     deliveries: DELIVERIES,
     destinations_per_delivery: DESTINATIONS,
-    limiter: LIMITER,
+    pacing: LIMITER,
     payloads: 'encrypted (AES-256-GCM codec, as npm start runs)',
   };
   try {
@@ -340,7 +340,7 @@ export async function scaleBenchmark(): Promise<Record<string, number | string>>
         DELIVERY_API_KEY: 'sandbox-key',
         DELIVERY_PAYLOAD_KEYS: payloadKey,
         PROVIDER_RATE_LIMITS: `creations=${ms(LIMITS.creations)},quotes=${ms(LIMITS.quotes)},other=${ms(LIMITS.other)}`,
-        PROVIDER_LIMITER: LIMITER,
+        PROVIDER_PACING: LIMITER,
         WORKER_MAX_CACHED_WORKFLOWS: String(c.cache),
         WORKER_MAX_CONCURRENT_WORKFLOW_TASKS: String(c.workflowTasks),
         WORKER_MAX_CONCURRENT_ACTIVITIES: String(c.activities),

@@ -105,7 +105,7 @@ export async function webhooksBenchmark(): Promise<Record<string, number | strin
         DELIVERY_TASK_QUEUE: TASK_QUEUE,
         DELIVERY_API_CONNECTIONS: '64',
         // Creation pace is not what this benchmark measures: the engine's queue limit, set high.
-        PROVIDER_LIMITER: 'task-queue',
+        PROVIDER_PACING: 'task-queue',
         PROVIDER_RATE_LIMITS: WORKER_RATE_LIMITS,
         WORKER_WORKFLOW_BUNDLE: bundle,
         LOG_LEVEL: 'WARN',

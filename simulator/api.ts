@@ -102,6 +102,9 @@ const createDelivery: Handler = (ctx, { caller, body, idempotencyKey }) => {
   const parsed = CreateDeliveryRequestSchema.safeParse(body);
   if (!parsed.success) return validationReply(shapeIssues(parsed.error, body, ctx.now()));
   const now = ctx.now();
+  const fault = ctx.faults.reference_faults[parsed.data.reference_number ?? ''];
+  if (fault === 500) return errorReply(500, 'internal_error', 'injected fault: this reference always fails');
+  if (fault === 422) return validationReply([{ field: 'reference_number', message: 'injected fault: refused for this reference' }]);
 
   // Idempotency comes before the time rule: a replay must answer even once the pickup time passed.
   const key = ctx.faults.ignore_idempotency_keys ? undefined : idempotencyKey;

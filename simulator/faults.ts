@@ -20,6 +20,8 @@ export const FaultsSchema = z
     webhook_reorder_rate: rate,
     /** Treat every Idempotency-Key as absent (a provider that ignores the header). */
     ignore_idempotency_keys: z.boolean(),
+    /** Creations of these reference numbers always answered with this status (a poison order). */
+    reference_faults: z.record(z.string().max(200), z.union([z.literal(422), z.literal(500)])),
   })
   .strict();
 export type Faults = z.infer<typeof FaultsSchema>;
@@ -34,6 +36,7 @@ export const DEFAULT_FAULTS: Faults = Object.freeze({
   webhook_duplicate_rate: 0,
   webhook_reorder_rate: 0,
   ignore_idempotency_keys: false,
+  reference_faults: {},
 });
 
 /** mulberry32: tiny, fast, good enough for fault rolls; deterministic from a 32-bit seed. */

@@ -12,7 +12,7 @@ import { ProviderClient } from '../provider/client';
 import { providerConfigFromEnv } from '../provider/config';
 import { parseEnv } from '../provider/validation';
 import { z } from 'zod';
-import { dispatchSettingsFromEnv } from './dispatch-config';
+import { pacingSettingsFromEnv } from './pacing-config';
 import { createDeliveryWorkers } from './worker';
 
 const WorkerEnvSchema = z.object({
@@ -66,18 +66,18 @@ async function main(): Promise<void> {
   const temporal = temporalSettingsFromEnv();
   const provider = providerConfigFromEnv();
   const client = new ProviderClient(provider);
-  const dispatch = dispatchSettingsFromEnv();
+  const pacing = pacingSettingsFromEnv();
   const connection = await NativeConnection.connect(temporal.connectionOptions as NativeConnectionOptions);
   const dataConverter = dataConverterFromEnv();
   const workers = await createDeliveryWorkers({
     connection,
     namespace: temporal.namespace,
     taskQueue: temporal.taskQueue,
-    activities: createProviderActivities(client),
-    // The worker's own calls (limiter start, slot requests, answers) share the native connection:
+    activities: createProviderActivities(client, { httpTimeoutMs: provider.timeoutMs }),
+    // The worker's own calls (the gate's start, requests and answers) share the native connection:
     // its transport runs off the JavaScript thread, which the workflow tasks keep busy.
     client: new Client({ connection, namespace: temporal.namespace, dataConverter }),
-    dispatch,
+    pacing,
     dataConverter,
     maxCachedWorkflows: env.WORKER_MAX_CACHED_WORKFLOWS,
     maxConcurrentWorkflowTasks: env.WORKER_MAX_CONCURRENT_WORKFLOW_TASKS,
@@ -90,7 +90,7 @@ async function main(): Promise<void> {
   process.once('SIGTERM', stop);
   console.log(
     `worker: task queue ${temporal.taskQueue} on ${temporal.address} (namespace ${temporal.namespace}), provider ${client.baseUrl}` +
-      `, ${dispatch.limiter} limiter (creations ${dispatch.limits.creations.limit}/${dispatch.limits.creations.windowMs / 1000} s, quotes ${dispatch.limits.quotes.limit}/${dispatch.limits.quotes.windowMs / 1000} s)` +
+      `, pacing by ${pacing.pacing} (creations ${pacing.limits.creations.limit}/${pacing.limits.creations.windowMs / 1000} s, quotes ${pacing.limits.quotes.limit}/${pacing.limits.quotes.windowMs / 1000} s)` +
       (env.WORKER_METRICS_ADDRESS ? `, metrics http://${env.WORKER_METRICS_ADDRESS}/metrics` : ''),
   );
   await workers.run();

@@ -1,33 +1,31 @@
 /**
- * The delivery workers of one process: delivery workflows (and the local dispatch activities) on
- * the main task queue, the limiter workflows on their own queue, and provider calls on one task
- * queue per call family (creations, quotes, the rest).
+ * The delivery workers of one process: delivery workflows (and the gate's local activities) on
+ * the main task queue, the pacing gate on its own queue, and provider calls on one task queue per
+ * call family (creations, quotes, the rest).
  *
- * Pacing (worker/dispatch-config.ts): with the `window` limiter the creation and quote slots are
- * handed out by the limiter workflows, window-exact, so those queues carry no rate limit of their
- * own (a token bucket would spread out the slots the limiter hands out together). With
- * `task-queue`, every family's queue gets Temporal's rate limit of (limit - 1) / window.
- * The other calls always use the task-queue limit.
+ * Pacing (worker/pacing-config.ts): with the `gate` the gate makes quotes and creations in
+ * window-exact slots, so those queues carry no rate limit of their own (a token bucket would
+ * spread out the calls the gate sends together). With `task-queue`, every family's queue gets
+ * Temporal's rate limit of (limit - 1) / window. The other calls always use the task-queue limit.
  */
 import type { DataConverter } from '@temporalio/common';
 import { bundleWorkflowCode, Worker, type NativeConnection, type WorkflowBundle, type WorkflowBundleOption } from '@temporalio/worker';
 import type { Client } from '@temporalio/client';
-import { createDispatchActivities, startProviderLimiters } from '../activities/dispatch-activities';
+import { createGateActivities, startGate } from '../activities/gate-activities';
 import type { ProviderActivities } from '../activities/provider-activities';
 import type { CallFamily } from '../provider/limits';
-import { limiterTaskQueue, providerTaskQueues } from '../workflows/task-queues';
-import { DEFAULT_DISPATCH, type DispatchSettings } from './dispatch-config';
-import { taskQueueRatePerSecond } from './rate-limits';
+import { gateTaskQueue, providerTaskQueues } from '../workflows/task-queues';
+import { DEFAULT_PACING, taskQueueRatePerSecond, type PacingSettings } from './pacing-config';
 
 export interface DeliveryWorkerOptions {
   connection: NativeConnection;
   namespace: string;
   taskQueue: string;
   activities: ProviderActivities;
-  /** Starts and signals the limiter workflows (the same namespace and data converter as the workers). */
+  /** Starts and signals the pacing gate (the same namespace and data converter as the workers). */
   client: Client;
-  /** Pacing; defaults to the provider's limits with the window limiter. */
-  dispatch?: Partial<DispatchSettings>;
+  /** Pacing; defaults to the provider's limits through the gate. */
+  pacing?: Partial<PacingSettings>;
   /** A prebuilt bundle (tests build one per file, WORKER_WORKFLOW_BUNDLE names a file); otherwise the workflows are bundled here. */
   workflowBundle?: WorkflowBundleOption;
   /** Cap on activities running at once per call-family worker. */
@@ -39,7 +37,7 @@ export interface DeliveryWorkerOptions {
   /**
    * How long a workflow task waits for the worker that has the workflow cached before any worker
    * may take it (Temporal's default: 10 s). After a worker dies its workflows wait this long; the
-   * limiter workflows, which every order passes through, should not wait long.
+   * pacing gate, which every order passes through, should not wait long.
    */
   stickyQueueTimeoutMs?: number;
   /** Payload encryption (client/payload-codec.ts); the same codec as every client's. */
@@ -55,7 +53,7 @@ export interface DeliveryWorkers {
   shutdown(): void;
 }
 
-/** Shorter than Temporal's 10 s: a dead worker holds its workflows (and the limiters) for this long. */
+/** Shorter than Temporal's 10 s: a dead worker holds its workflows (and the gate) for this long. */
 export const DEFAULT_STICKY_QUEUE_TIMEOUT_MS = 3_000;
 
 /**
@@ -72,30 +70,30 @@ export const DEFAULT_STICKY_QUEUE_TIMEOUT_MS = 3_000;
 export const DEFAULT_MAX_CONCURRENT_WORKFLOW_TASKS = 10;
 
 export async function createDeliveryWorkers(o: DeliveryWorkerOptions): Promise<DeliveryWorkers> {
-  const dispatch: DispatchSettings = { ...DEFAULT_DISPATCH, ...o.dispatch };
+  const pacing: PacingSettings = { ...DEFAULT_PACING, ...o.pacing };
   const queues = providerTaskQueues(o.taskQueue);
   const base = { connection: o.connection, namespace: o.namespace, dataConverter: o.dataConverter };
 
   const workflowBundle = o.workflowBundle ?? (await bundleWorkflows());
-  const dispatchActivities = createDispatchActivities({ client: o.client, settings: dispatch });
+  const gateActivities = createGateActivities({ client: o.client, settings: pacing });
   const workflowWorker = await Worker.create({
     ...base,
     taskQueue: o.taskQueue,
     workflowBundle,
-    activities: dispatchActivities,
+    activities: gateActivities,
     maxCachedWorkflows: o.maxCachedWorkflows,
     maxConcurrentWorkflowTaskExecutions: o.maxConcurrentWorkflowTasks ?? DEFAULT_MAX_CONCURRENT_WORKFLOW_TASKS,
     stickyQueueScheduleToStartTimeout: o.stickyQueueTimeoutMs ?? DEFAULT_STICKY_QUEUE_TIMEOUT_MS,
   });
-  // The limiter workflows, on their own queue (workflows/task-queues.ts says why).
-  const limiterWorker = await Worker.create({
+  // The pacing gate, on its own queue (workflows/task-queues.ts says why).
+  const gateWorker = await Worker.create({
     ...base,
-    taskQueue: limiterTaskQueue(o.taskQueue),
+    taskQueue: gateTaskQueue(o.taskQueue),
     workflowBundle,
-    activities: dispatchActivities, // its answers go out by local activity
+    activities: gateActivities, // its answers go out by local activity
     stickyQueueScheduleToStartTimeout: o.stickyQueueTimeoutMs ?? DEFAULT_STICKY_QUEUE_TIMEOUT_MS,
   });
-  const slotted = (family: CallFamily) => dispatch.limiter === 'window' && family !== 'other';
+  const gated = (family: CallFamily) => pacing.pacing === 'gate' && family !== 'other';
   const families: CallFamily[] = ['creations', 'quotes', 'other'];
   const activityWorkers = await Promise.all(
     families.map((family) =>
@@ -103,14 +101,14 @@ export async function createDeliveryWorkers(o: DeliveryWorkerOptions): Promise<D
         ...base,
         taskQueue: queues[family],
         activities: o.activities,
-        maxTaskQueueActivitiesPerSecond: slotted(family) ? undefined : taskQueueRatePerSecond(dispatch.limits[family]),
-        // A slot's calls all start together: let a whole window's worth run at once.
-        maxConcurrentActivityTaskExecutions: o.maxConcurrentActivities ?? Math.max(100, slotted(family) ? dispatch.limits[family].limit : 0),
+        maxTaskQueueActivitiesPerSecond: gated(family) ? undefined : taskQueueRatePerSecond(pacing.limits[family]),
+        // A window's calls all start together: let a whole window's worth run at once.
+        maxConcurrentActivityTaskExecutions: o.maxConcurrentActivities ?? Math.max(100, gated(family) ? pacing.limits[family].limit : 0),
       }),
     ),
   );
-  const workers = [workflowWorker, limiterWorker, ...activityWorkers];
-  if (dispatch.limiter === 'window') await startProviderLimiters(o.client, o.taskQueue, dispatch);
+  const workers = [workflowWorker, gateWorker, ...activityWorkers];
+  if (pacing.pacing === 'gate') await startGate(o.client, o.taskQueue, pacing);
 
   const shutdown = () => {
     for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();

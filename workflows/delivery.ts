@@ -16,8 +16,8 @@ import {
   condition,
   continueAsNew,
   isCancellation,
-  patched,
   proxyActivities,
+  proxyLocalActivities,
   setCurrentDetails,
   setHandler,
   upsertSearchAttributes,
@@ -47,9 +47,9 @@ import { DeliveryId, DeliveryStatus, QuotedPrice } from './search-attributes';
 import { deliveryDetails } from './details';
 import { DeliveryTracker } from './state';
 import { providerTaskQueues } from './task-queues';
-import { dispatchSettings, ProviderSlots } from './dispatch';
+import { GateCalls } from './gate';
 import { quoteFingerprint } from './quote-fingerprint';
-import type { DispatchSettings } from '../worker/dispatch-config';
+import type { GateActivities } from '../activities/gate-activities';
 
 /** Default wait for a person to approve a quote over the order's maximum price. */
 export const DEFAULT_APPROVAL_TIMEOUT_MS = 30 * 60_000;
@@ -82,23 +82,20 @@ function providerActivities() {
     labelled(family: CallFamily, summary: string, extra: ActivityOptions = {}): ActivityOptions {
       return { ...providerCall, taskQueue: queues[family], summary, ...extra };
     },
-    /** One attempt in a limiter slot: the slot loop (workflows/dispatch.ts) makes the next. */
-    inSlot(family: CallFamily, dispatch: DispatchSettings, summary: string): ActivityOptions {
-      return { taskQueue: queues[family], summary, startToCloseTimeout: dispatch.callTimeoutMs + (dispatch.leadMs ?? 0), retry: { maximumAttempts: 1 } };
-    },
   };
 }
 
-/** A quote without a delivery: the same rate-limited path as the delivery workflow's quote. */
+/** The worker's pacing settings, recorded once in the history (configuration stays out of workflow inputs). */
+const pacingSettings = () => proxyLocalActivities<GateActivities>({ startToCloseTimeout: '10 seconds' }).pacingSettings();
+
+/** A quote without a delivery: the same paced path as the delivery workflow's quote. */
 export async function quoteOnly(order: CreateDeliveryRequest): Promise<Quote | CarriedQuote> {
   const act = providerActivities();
-  const dispatch = patched('window-limiter') ? await dispatchSettings() : undefined;
-  if (dispatch?.limiter !== 'window') return act.quotes.quoteDelivery.executeWithOptions(act.labelled('quotes', `quote ${order.destinations.length} stop(s)`), [order]);
+  const pacing = await pacingSettings();
+  if (pacing.pacing !== 'gate') return act.quotes.quoteDelivery.executeWithOptions(act.labelled('quotes', `quote ${order.destinations.length} stop(s)`), [order]);
   const fingerprint = quoteFingerprint(order);
-  const got = await new ProviderSlots().run({ family: 'quotes', food: order.is_food, fingerprint }, (_attempt, _unclear, notBefore) =>
-    act.quotes.quoteInSlot.executeWithOptions(act.inSlot('quotes', dispatch, `quote ${order.destinations.length} stop(s)`), [order, notBefore]),
-  );
-  return { ...('reused' in got ? got.reused : got.value), fingerprint };
+  const { quote } = await new GateCalls(pacing).call('quotes', order, { food: order.is_food, fingerprint });
+  return { ...quote, fingerprint };
 }
 
 export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryResult> {
@@ -185,19 +182,10 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
     { validator: (patch: UpdateDeliveryRequest) => validateUpdate(state, patch) },
   );
 
-  // Decided in the run's first workflow task: patched() right after a local activity's result is
-  // unsafe. Under load a workflow task may record the activity's marker while the code after it
-  // runs in the next task; a replay resolves the activity a task earlier, before that task's patch
-  // markers are known, so patched() answers false and the run cannot be replayed
-  // (docs/operations.md, "Upgrading workflow code safely").
-  const reconciles = patched('reconciliation-decided-at-start');
-
   if (input.resume) return await follow();
 
-  // Pacing settings come from the worker's environment, recorded once (older runs did without).
-  const dispatch = patched('window-limiter') ? await dispatchSettings() : undefined;
-  const slots = dispatch?.limiter === 'window' ? new ProviderSlots() : undefined;
-  const onRetry = (what: string) => (attempt: number, reason: string) => tracker.note(now(), `${what} attempt ${attempt} failed (${reason}); trying again in a new slot`);
+  const pacing = await pacingSettings();
+  const gate = pacing.pacing === 'gate' ? new GateCalls(pacing) : undefined;
 
   // 1. Quote, 2. price guard. A cancellation here ends the workflow with nothing created.
   try {
@@ -229,38 +217,32 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
   /** A quote the order carries for the same inputs, one shared by an identical order, or a new one. */
   async function obtainQuote(): Promise<Quote> {
     const summary = `quote ${request.destinations.length} stop(s)`;
-    if (!slots || !dispatch) return act.quotes.quoteDelivery.executeWithOptions(act.labelled('quotes', summary), [request]);
+    if (!gate) return act.quotes.quoteDelivery.executeWithOptions(act.labelled('quotes', summary), [request]);
     const fingerprint = quoteFingerprint(request);
     if (input.quote) {
       const left = Date.parse(input.quote.expires_at) - Date.now();
-      if (input.quote.fingerprint === fingerprint && left >= dispatch.quoteMinRemainingMs) {
+      if (input.quote.fingerprint === fingerprint && left >= pacing.quoteMinRemainingMs) {
         tracker.note(now(), 'using the quote the order carries: no quote asked for');
         return { price: input.quote.price, expires_at: input.quote.expires_at };
       }
       tracker.note(now(), input.quote.fingerprint === fingerprint ? 'the quote the order carries is about to expire: asking for a new one' : 'the quote the order carries is for other inputs: asking for a new one');
     }
-    const got = await slots.run({ family: 'quotes', food: request.is_food, fingerprint, onRetry: onRetry('quote') }, (_attempt, _unclear, notBefore) =>
-      act.quotes.quoteInSlot.executeWithOptions(act.inSlot('quotes', dispatch, summary), [request, notBefore]),
-    );
-    if ('value' in got) return got.value;
-    tracker.note(now(), 'reusing the valid quote of an identical order: no quote asked for');
-    return got.reused;
+    const { quote, shared } = await gate.call('quotes', request, { food: request.is_food, fingerprint });
+    if (shared) tracker.note(now(), 'reusing the valid quote of an identical order: no quote asked for');
+    return quote;
   }
 
   async function create(): Promise<DeliveryRecord> {
     const summary = `create delivery ref ${input.reference}`;
     const idempotencyKey = workflowInfo().workflowId;
-    if (!slots || !dispatch) {
+    if (!gate) {
       return CancellationScope.nonCancellable(() => act.creations.createDelivery.executeWithOptions(act.labelled('creations', summary), [{ request, idempotencyKey }]));
     }
     try {
-      const got = await slots.run({ family: 'creations', food: request.is_food, commitOnCall: true, onRetry: onRetry('creation') }, (_attempt, lookFirst, notBefore) =>
-        act.creations.createInSlot.executeWithOptions(act.inSlot('creations', dispatch, summary), [{ request, idempotencyKey, lookFirst, notBefore }]),
-      );
-      return (got as { value: DeliveryRecord }).value;
+      // The gate makes the call (idempotency key = this workflow's ID); a cancellation while it is out waits for it.
+      return (await gate.call('creations', request, { food: request.is_food })).delivery;
     } catch (err) {
-      // Cancelled while waiting for a creation slot: no call was made.
-      if (isCancellation(err)) endBeforeCreation('cancelled while waiting to be created: nothing was created');
+      if (isCancellation(err)) endBeforeCreation('cancelled before the delivery was created: nothing was created');
       throw err;
     }
   }
@@ -269,13 +251,9 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
   async function follow(): Promise<DeliveryResult> {
     try {
       if (CancellationScope.current().consideredCancelled) throw new CancelledFailure('cancellation requested while the delivery was being created');
-      // Histories recorded before reconciliation existed wait for webhooks alone; runs started
-      // before the decision moved to the first task still take it here.
-      if (reconciles || patched('reconciliation')) {
-        await followWithReconciliation();
-        // Webhooks may arrive out of order: the delivery's end can overtake a destination's.
-        if (state.destinations.some((d) => !isTerminalDestination(d.status))) await reconcile('the delivery ended with destinations still open');
-      } else await condition(() => tracker.ended);
+      await followWithReconciliation();
+      // Webhooks may arrive out of order: the delivery's end can overtake a destination's.
+      if (state.destinations.some((d) => !isTerminalDestination(d.status))) await reconcile('the delivery ended with destinations still open');
     } catch (err) {
       if (!isCancellation(err)) throw err;
       await cancelAtProvider(err);

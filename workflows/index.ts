@@ -1,3 +1,3 @@
 // The workflows a worker registers (its `workflowsPath` points here).
 export { delivery, quoteOnly } from './delivery';
-export { providerLimiter } from './provider-limiter';
+export { pacingGate } from './gate';

@@ -16,20 +16,17 @@ export function providerTaskQueues(workflowTaskQueue: string): Record<CallFamily
   };
 }
 
-/**
- * The limiter workflows run on a queue of their own: every order passes through them, so their
- * workflow tasks must not wait behind a backlog of delivery workflow tasks.
- */
-export function limiterTaskQueue(workflowTaskQueue: string): string {
-  return `${workflowTaskQueue}.provider-limiter`;
+/** The pacing gate runs on a queue of its own: its workflow tasks must not wait behind a backlog of delivery workflow tasks. */
+export function gateTaskQueue(workflowTaskQueue: string): string {
+  return `${workflowTaskQueue}.pacing-gate`;
 }
 
 /**
  * Food first, from the first task on: a food delivery's workflow (and so its workflow and
  * activity tasks) carries a higher Temporal priority than others (lower key first; the server's
  * default key is 3 of 5). When a burst of orders backs up in the delivery task queue, food
- * workflows reach the provider limiter first and get the first window's slots, where the
- * limiter's own food-first queue order cannot help because nothing is queued there yet. Needs a
+ * workflows reach the pacing gate first and get the first window's slots, where the gate's own
+ * food-first queue order cannot help because nothing is queued there yet. Needs a
  * server with the priority matcher (`matching.useNewMatcher`, docs/operations.md); a server
  * without it ignores the key.
  */

@@ -1,8 +1,8 @@
 /**
- * Recorded workflow histories for the replay test (test/temporal/replay.test.ts), one folder per
- * generation of the workflow code. Old folders stay: running workflows started by older code
- * must keep replaying. After a versioned change (a `patched()` branch), record a new generation
- * with `RECORD_HISTORIES=<folder> npx jest test/temporal/delivery-workflow test/temporal/replay-under-load test/temporal/dispatch-survival`.
+ * Recorded workflow histories for the replay test (test/temporal/replay.test.ts). Before the first
+ * release there is one folder, `baseline`, recorded again (old one deleted) whenever workflow code
+ * changes: `RECORD_HISTORIES=baseline npx jest test/temporal/delivery-workflow test/temporal/replay-under-load test/temporal/gate-survival`.
+ * From the first release on, generations are kept (docs/operations.md, "Versioning").
  */
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';

@@ -12,7 +12,7 @@ import { ProviderClient } from '../../provider/client';
 import type { DeliveryOrder, DeliveryState } from '../../workflows/messages';
 import { generateWebhookSecret } from '../../provider/webhook-signature';
 import { createSimulator, type Simulator, type SimulatorOptions } from '../../simulator/server';
-import type { DispatchSettings } from '../../worker/dispatch-config';
+import type { PacingSettings } from '../../worker/pacing-config';
 import { testClient } from './temporal';
 import { startWorkers, type RunningWorkers } from './workers';
 
@@ -39,8 +39,8 @@ export async function startStack(
     bridgeLog?: (e: Record<string, unknown>) => void;
     dataConverter?: DataConverter;
     temporalAddress?: string;
-    /** Pacing of the stack's workers (default: the window limiter, limits no test waits on). */
-    dispatch?: Partial<DispatchSettings>;
+    /** Pacing of the stack's workers (default: the gate, limits no test waits on). */
+    pacing?: Partial<PacingSettings>;
   } = {},
 ): Promise<Stack> {
   const sim = createSimulator({ onError: (m) => console.error(`simulator: ${m}`), ...o.simulator });
@@ -48,7 +48,7 @@ export async function startStack(
 
   const { client: temporal, connection } = await testClient(o.dataConverter, o.temporalAddress);
   const workerProvider = new ProviderClient({ baseUrl: simUrl, apiKey: o.workerApiKey ?? SANDBOX_KEY, timeoutMs: 5_000 });
-  const workers = await startWorkers(createProviderActivities(workerProvider), { prefix: 'e2e', dataConverter: o.dataConverter, address: o.temporalAddress, dispatch: o.dispatch });
+  const workers = await startWorkers(createProviderActivities(workerProvider), { prefix: 'e2e', dataConverter: o.dataConverter, address: o.temporalAddress, pacing: o.pacing });
 
   const webhookSecret = generateWebhookSecret();
   const bridgeProvider = new ProviderClient({ baseUrl: simUrl, apiKey: SANDBOX_KEY, timeoutMs: 5_000 });

@@ -4,7 +4,7 @@ import type { DataConverter } from '@temporalio/common';
 import type { WorkflowBundle } from '@temporalio/worker';
 import type { ProviderActivities } from '../../activities/provider-activities';
 import type { CallFamily, RateLimit } from '../../provider/limits';
-import type { DispatchSettings } from '../../worker/dispatch-config';
+import type { PacingSettings } from '../../worker/pacing-config';
 import { bundleWorkflows, createDeliveryWorkers, type DeliveryWorkers } from '../../worker/worker';
 import { testNativeConnection, testServerAddress, uniqueTaskQueue } from './temporal';
 
@@ -29,8 +29,8 @@ export interface RunningWorkers {
 
 export interface StartWorkersOptions {
   prefix?: string;
-  /** Pacing; by default the window limiter with limits no test waits on. */
-  dispatch?: Partial<DispatchSettings>;
+  /** Pacing; by default the gate with limits no test waits on. */
+  pacing?: Partial<PacingSettings>;
   dataConverter?: DataConverter;
   address?: string;
   taskQueue?: string;
@@ -47,7 +47,7 @@ export async function startWorkers(activities: ProviderActivities, options: Star
     taskQueue,
     activities,
     client,
-    dispatch: { limits: UNTHROTTLED, ...options.dispatch },
+    pacing: { limits: UNTHROTTLED, ...options.pacing },
     workflowBundle: await workflowBundle(),
     dataConverter: options.dataConverter,
   });

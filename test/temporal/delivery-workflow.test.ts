@@ -16,7 +16,7 @@ import {
   type StatusChange,
 } from '../../workflows/messages';
 import { deliveryWorkflowId } from '../../workflows/task-queues';
-import { limiterWorkflowId } from '../../workflows/limiter-messages';
+import { gateWorkflowId } from '../../workflows/gate-messages';
 import { deliveryRequest } from '../fixtures/orders';
 import { FakeProvider, Gate } from '../fixtures/fake-provider-activities';
 import { recordHistories } from '../helpers/histories';
@@ -26,7 +26,7 @@ import { rejectionOf } from '../helpers/rejection';
 
 let provider: FakeProvider;
 const forwarding = Object.fromEntries(
-  (['quoteDelivery', 'createDelivery', 'quoteInSlot', 'createInSlot', 'getDelivery', 'updateDelivery', 'cancelDelivery'] as const).map((name) => [
+  (['quoteDelivery', 'createDelivery', 'quoteInGate', 'createInGate', 'getDelivery', 'updateDelivery', 'cancelDelivery'] as const).map((name) => [
     name,
     (...args: unknown[]) => (provider.activities[name] as (...a: unknown[]) => Promise<unknown>)(...args),
   ]),
@@ -44,12 +44,8 @@ beforeAll(async () => {
   workers = await startWorkers(forwarding, { prefix: 'wf' });
 });
 afterAll(async () => {
-  // The limiter workflows these deliveries used are recorded too (partial histories: they run on).
-  if (process.env.RECORD_HISTORIES) {
-    for (const family of ['quotes', 'creations'] as const) {
-      await recordHistories(process.env.RECORD_HISTORIES, `provider limiter ${family}`, [client.workflow.getHandle(limiterWorkflowId(workers.taskQueue, family))]);
-    }
-  }
+  // The pacing gate these deliveries used is recorded too (a partial history: it runs on).
+  if (process.env.RECORD_HISTORIES) await recordHistories(process.env.RECORD_HISTORIES, 'pacing gate', [client.workflow.getHandle(gateWorkflowId(workers.taskQueue))]);
   await workers.stop();
   await connection.close();
 });

@@ -14,7 +14,7 @@ import type { Client, Connection, WorkflowHandle } from '@temporalio/client';
 import { historyToJSON, type History } from '@temporalio/common/lib/proto-utils';
 import { temporal } from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
-import { limiterWorkflowId } from '../../workflows/limiter-messages';
+import { gateWorkflowId } from '../../workflows/gate-messages';
 import { statusQuery, type DeliveryWorkflowInput } from '../../workflows/messages';
 import { deliveryWorkflowId } from '../../workflows/task-queues';
 import { FakeProvider } from '../fixtures/fake-provider-activities';
@@ -71,7 +71,7 @@ function hasLoneMarkerTask(history: History): boolean {
 }
 
 describe('deliveries run many at once', () => {
-  it('can all be read once ended, and every history they and the limiters wrote replays', async () => {
+  it('can all be read once ended, and every history they and the pacing gate wrote replays', async () => {
     const handles: WorkflowHandle[] = [];
     const statuses: string[] = [];
     for (let round = 0; round < ROUNDS; round++) {
@@ -84,8 +84,8 @@ describe('deliveries run many at once', () => {
     expect(statuses.filter((s) => s !== 'CANCELED')).toEqual([]);
     expect([...provider.deliveries.values()].filter((d) => d.status !== 'CANCELED')).toEqual([]);
 
-    const limiters = (['quotes', 'creations'] as const).map((family) => client.workflow.getHandle(limiterWorkflowId(workers.taskQueue, family)));
-    const histories = await Promise.all([...handles, ...limiters].map(async (h) => ({ workflowId: h.workflowId, history: await h.fetchHistory() })));
+    const gate = client.workflow.getHandle(gateWorkflowId(workers.taskQueue));
+    const histories = await Promise.all([...handles, gate].map(async (h) => ({ workflowId: h.workflowId, history: await h.fetchHistory() })));
     const failures: string[] = [];
     for await (const result of Worker.runReplayHistories({ workflowBundle: await workflowBundle() }, histories)) {
       if (result.error) failures.push(`${result.workflowId}: ${result.error.message}`);

@@ -30,12 +30,12 @@ import { testServerAddress } from '../helpers/temporal';
 const DELIVERIES = 200;
 /**
  * The worker: the simulator's limits are raised far above the load, and the worker is told so.
- * Provider calls are paced by Temporal's task-queue rate limit (PROVIDER_LIMITER=task-queue):
- * the default window limiter routes every call through a limiter workflow, which makes 200
+ * Provider calls are paced by Temporal's task-queue rate limit (PROVIDER_PACING=task-queue):
+ * the default pacing gate makes every quote and creation call itself, which makes 200
  * creations take 40-55 s on a 2-core machine instead of ~15 s and would put each scenario at
- * two minutes or more. dispatch-survival.test.ts kills workers under the window limiter.
+ * two minutes or more. gate-survival.test.ts kills workers under the gate.
  */
-const WORKER_ENV = { PROVIDER_RATE_LIMITS: 'creations=100000/1s,quotes=100000/1s,other=100000/1s', PROVIDER_LIMITER: 'task-queue' };
+const WORKER_ENV = { PROVIDER_RATE_LIMITS: 'creations=100000/1s,quotes=100000/1s,other=100000/1s', PROVIDER_PACING: 'task-queue' };
 
 /**
  * Simulator settings: provider time runs `timeScale` times faster, so webhook retries come after

@@ -1,0 +1,49 @@
+/**
+ * The pacing gate's messages (workflows/gate.ts), sent by local activities through the worker's
+ * own client: a signal command would cost the sending workflow one more workflow task, and the
+ * gate's answers go out in one batch.
+ */
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import type { PacingSettings } from '../worker/pacing-config';
+import { gateAnswerSignal, gateConfigureSignal, gateRequestSignal, gateWorkflowId, gateWithdrawSignal, type GateConfig, type GateRequest } from '../workflows/gate-messages';
+import type { Addressed } from '../workflows/gate-state';
+import { gateTaskQueue } from '../workflows/task-queues';
+
+export function gateConfig(s: PacingSettings): GateConfig {
+  return { limits: { creations: s.limits.creations, quotes: s.limits.quotes }, marginMs: s.marginMs, callTimeoutMs: s.callTimeoutMs, leadMs: s.leadMs, quoteMinRemainingMs: s.quoteMinRemainingMs };
+}
+
+function gateStart(taskQueue: string, config: GateConfig) {
+  return { workflowId: gateWorkflowId(taskQueue), taskQueue: gateTaskQueue(taskQueue), args: [{ taskQueue, config }] as const, staticSummary: `pacing gate · ${taskQueue}` };
+}
+
+/** At a worker's start: runs the gate (warm before a burst of orders needs it) with this worker's settings. */
+export async function startGate(client: Client, taskQueue: string, settings: PacingSettings): Promise<void> {
+  const config = gateConfig(settings);
+  await client.workflow.signalWithStart('pacingGate', { ...gateStart(taskQueue, config), signal: gateConfigureSignal, signalArgs: [config] });
+}
+
+export function createGateActivities(deps: { client: Client; settings: PacingSettings }) {
+  // A workflow that is gone (terminated, or the gate before it restarts) needs no message.
+  const ignoreGone = (err: unknown): void => {
+    if (!(err instanceof WorkflowNotFoundError)) throw err;
+  };
+  return {
+    /** The worker's pacing settings, recorded once in the delivery's history. */
+    async pacingSettings(): Promise<PacingSettings> {
+      return deps.settings;
+    },
+    async askGate({ taskQueue, request }: { taskQueue: string; request: GateRequest }): Promise<void> {
+      await deps.client.workflow.signalWithStart('pacingGate', { ...gateStart(taskQueue, gateConfig(deps.settings)), signal: gateRequestSignal, signalArgs: [request] });
+    },
+    async withdrawFromGate({ taskQueue, from, n }: { taskQueue: string; from: string; n: number }): Promise<void> {
+      await deps.client.workflow.getHandle(gateWorkflowId(taskQueue)).signal(gateWithdrawSignal, { from, n }).catch(ignoreGone);
+    },
+    /** Any failure but a gone workflow retries the whole batch: a repeated answer is never read. */
+    async answerDeliveries(answers: Addressed[]): Promise<void> {
+      await Promise.all(answers.map(({ to, answer }) => deps.client.workflow.getHandle(to).signal(gateAnswerSignal, answer).catch(ignoreGone)));
+    },
+  };
+}
+
+export type GateActivities = ReturnType<typeof createGateActivities>;

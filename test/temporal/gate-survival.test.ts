@@ -1,0 +1,257 @@
+/**
+ * The pacing gate with real worker processes, the simulator and the test's dev server: exactly
+ * one delivery per order when workers die mid-creation and the provider ignores Idempotency-Key;
+ * few calls during an outage; one poison order stops nobody and can be cancelled; workers that
+ * are all down longer than a slot, or whose clocks are off, never make the provider refuse a call.
+ * Small counts (the benchmark runs hundreds of orders and 50+ kills). With RECORD_HISTORIES=<folder>,
+ * the gate's history of the outage test is saved for the replay test.
+ */
+import { writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import { DeliveryClient } from '../../client/delivery-client';
+import { createSimulator, type Simulator } from '../../simulator/server';
+import { gateStatusQuery, gateWorkflowId } from '../../workflows/gate-messages';
+import type { DeliveryOrder, DeliveryState } from '../../workflows/messages';
+import { deliveryWorkflowId } from '../../workflows/task-queues';
+import { deliveryRequest, destination } from '../fixtures/orders';
+import { recordHistories } from '../helpers/histories';
+import { ENTRY, ProcessGroup, type RunningProcess } from '../helpers/processes';
+import { eventually } from '../helpers/stack';
+import { testServerAddress, uniqueTaskQueue } from '../helpers/temporal';
+import { workflowBundle } from '../helpers/workers';
+
+const SCALE = 60;
+const KEY = 'sk_test_gate_survival';
+const LIMITS = 'creations=20/1000ms,quotes=100/10000ms,other=600/1000ms';
+const SKEWED_CLOCK = join(__dirname, '..', 'helpers', 'skewed-clock.cjs');
+
+let group: ProcessGroup;
+let connection: Connection;
+let temporal: Client;
+let bundleFile: string;
+
+beforeAll(async () => {
+  group = new ProcessGroup(200_000);
+  connection = await Connection.connect({ address: testServerAddress().address });
+  temporal = new Client({ connection, namespace: testServerAddress().namespace });
+  bundleFile = join(tmpdir(), `gate-survival-${process.pid}.js`);
+  writeFileSync(bundleFile, (await workflowBundle()).code);
+});
+afterAll(async () => {
+  await group?.stopAll();
+  await connection?.close();
+});
+
+function order(n: number): DeliveryOrder {
+  const { reference_number: _r, ...o } = deliveryRequest({ destinations: [destination(0, { location: { last_name: 'S', company: '', phone: '+4915112345600', address: `Crashweg ${n}, 10115 Berlin` } })] });
+  return o;
+}
+
+async function setUp(sim: Simulator, callTimeoutMs: number, limits = LIMITS, clockOffsetsMs = [0, 0]) {
+  const { url } = await sim.listen(0, '127.0.0.1');
+  const taskQueue = uniqueTaskQueue('survive');
+  const env = {
+    TEMPORAL_ADDRESS: testServerAddress().address,
+    TEMPORAL_NAMESPACE: testServerAddress().namespace,
+    DELIVERY_TASK_QUEUE: taskQueue,
+    DELIVERY_API_URL: url,
+    DELIVERY_API_KEY: KEY,
+    DELIVERY_API_TIMEOUT_MS: String(callTimeoutMs - 500),
+    PROVIDER_RATE_LIMITS: limits,
+    PROVIDER_PACING_MARGIN_MS: '10',
+    PROVIDER_QUOTE_MIN_REMAINING_MS: '1000',
+    PROVIDER_CALL_TIMEOUT_MS: String(callTimeoutMs),
+    WORKER_WORKFLOW_BUNDLE: bundleFile,
+    LOG_LEVEL: 'WARN',
+  };
+  let n = 0;
+  const startWorker = (offsetMs = 0) =>
+    group.start({ name: `worker#${++n}`, entry: ENTRY.worker.entry, ready: ENTRY.worker.ready, env: offsetMs ? { ...env, NODE_OPTIONS: `--require ${SKEWED_CLOCK}`, TEST_CLOCK_OFFSET_MS: String(offsetMs) } : env });
+  const workers = await Promise.all(clockOffsetsMs.map((o) => startWorker(o)));
+  return { taskQueue, workers, startWorker, client: new DeliveryClient({ temporal, taskQueue }) };
+}
+
+function oneDeliveryPerReference(sim: Simulator, references: string[]): { duplicated: string[]; missing: string[] } {
+  const count = new Map<string, number>();
+  for (const d of sim.deliveries()) count.set(d.delivery.reference_number ?? '', (count.get(d.delivery.reference_number ?? '') ?? 0) + 1);
+  return { duplicated: references.filter((r) => (count.get(r) ?? 0) > 1), missing: references.filter((r) => !count.has(r)) };
+}
+
+it('creates exactly one delivery per order while workers are SIGKILLed mid-creation at a provider that ignores Idempotency-Key', async () => {
+  // The provider creates, then holds its answer back 300 ms: a kill in between loses the answer.
+  const sim = createSimulator({ apiKeys: [KEY], timeScale: SCALE, autoAdvanceMs: 30_000, faults: { ignore_idempotency_keys: true, latency_ms: 300 } });
+  const { workers, startWorker, client } = await setUp(sim, 3_000);
+  const references = Array.from({ length: 16 }, (_, i) => `CRASH-${Date.now().toString(36)}-${i}`);
+  try {
+    let kills = 0;
+    let seen = 0;
+    let done = false;
+    const alive = new Set<RunningProcess>(workers);
+    const killer = (async () => {
+      while (!done && kills < 8) {
+        await new Promise((r) => setTimeout(r, 5));
+        const now = sim.deliveries().length;
+        if (now === seen) continue;
+        seen = now; // a delivery was just created; its answer is still held back
+        const victim = [...alive][kills % alive.size];
+        if (!victim) continue;
+        alive.delete(victim);
+        await victim.kill('SIGKILL');
+        kills++;
+        void startWorker().then((w) => alive.add(w));
+      }
+    })();
+    await Promise.all(references.map((reference, i) => client.startDelivery(order(i), { reference, followUp: { quietMs: 1_000 } })));
+    // Every workflow follows its delivery to the end through reconciliation (no webhooks here).
+    const results = new Map<string, DeliveryState>();
+    for (const r of references) results.set(r, (await temporal.workflow.getHandle(deliveryWorkflowId(r)).result()) as DeliveryState);
+    done = true;
+    await killer;
+
+    expect(kills).toBeGreaterThanOrEqual(4);
+    expect(oneDeliveryPerReference(sim, references)).toEqual({ duplicated: [], missing: [] });
+    for (const r of references) {
+      const truth = sim.deliveries().find((d) => d.delivery.reference_number === r)!.delivery;
+      expect({ reference: r, id: results.get(r)!.deliveryId, status: results.get(r)!.status }).toEqual({ reference: r, id: truth.id, status: truth.status });
+    }
+  } finally {
+    await group.stopAll();
+    await sim.close();
+  }
+}, 240_000);
+
+it('makes only a few probe calls during a provider outage, then creates every order once', async () => {
+  const sim = createSimulator({ apiKeys: [KEY], timeScale: SCALE });
+  const { client } = await setUp(sim, 5_000);
+  const references = Array.from({ length: 30 }, (_, i) => `OUTAGE-${Date.now().toString(36)}-${i}`);
+  try {
+    sim.setFaults({ error_rate: 1 }); // the provider is down before the first call
+    const outageStart = Date.now();
+    await Promise.all(references.map((reference, i) => client.startDelivery(order(100 + i), { reference, followUp: { quietMs: 3_600_000 } })));
+    await new Promise((r) => setTimeout(r, 4_000)); // four provider minutes
+    const outageEnd = Date.now();
+    sim.setFaults({ error_rate: 0 });
+    await eventually('every order to be created after the outage', () => (oneDeliveryPerReference(sim, references).missing.length === 0 ? true : undefined), 60_000);
+
+    const during = sim.requestLog().filter((e) => Date.parse(e.time) >= outageStart && Date.parse(e.time) < outageEnd);
+    // The first wave (one quote per order, all within the quote budget) goes out before any answer
+    // can show the outage, so on a fast machine all 30 are in it. After that, orders retrying on
+    // their own would spend the whole budget (100 per provider window) in the first second; the
+    // limiter pauses the family and probes with one call at a time, with growing pauses.
+    const retries = during.length - references.length;
+    expect(retries).toBeLessThanOrEqual(8);
+    expect(oneDeliveryPerReference(sim, references)).toEqual({ duplicated: [], missing: [] });
+  } finally {
+    await group.stopAll();
+    await sim.close();
+  }
+}, 180_000);
+
+it('resumes quoting within a quarter of the shortest window once the provider is back', async () => {
+  const sim = createSimulator({ apiKeys: [KEY], timeScale: SCALE });
+  // Outage probes back off up to a quarter of the shortest window (creations: 250 ms here), not the quotes' 30 s.
+  const { client, taskQueue } = await setUp(sim, 5_000, 'creations=20/1000ms,quotes=100/120000ms,other=600/1000ms');
+  const stamp = Date.now().toString(36);
+  try {
+    sim.setFaults({ error_rate: 1 });
+    const references = [0, 1, 2, 3].map((i) => `BACK-${stamp}-${i}`);
+    await Promise.all(references.map((reference, i) => client.startDelivery(order(300 + i), { reference, followUp: { quietMs: 3_600_000 } })));
+    const gate = temporal.workflow.getHandle(gateWorkflowId(taskQueue));
+    await eventually('the gate to declare an outage', async () => (await gate.query(gateStatusQuery)).outage || undefined, 60_000);
+    await new Promise((r) => setTimeout(r, 3_000)); // long enough for the probes' pause to reach its cap
+    sim.setFaults({ error_rate: 0 });
+    const back = Date.now();
+    await eventually('every order to be created after the outage', () => (oneDeliveryPerReference(sim, references).missing.length === 0 ? true : undefined), 60_000);
+
+    const firstQuote = sim.requestLog().find((e) => e.path === '/v1/quotes' && e.status === 200 && Date.parse(e.time) >= back);
+    const quotedAfterMs = Date.parse(firstQuote!.time) - back;
+    console.log(`first quote ${quotedAfterMs} ms after the provider was back`);
+    expect(quotedAfterMs).toBeLessThan(3_000);
+    expect(await gate.query(gateStatusQuery)).toMatchObject({ outage: false });
+    expect(oneDeliveryPerReference(sim, references)).toEqual({ duplicated: [], missing: [] });
+    if (process.env.RECORD_HISTORIES) await recordHistories(process.env.RECORD_HISTORIES, 'pacing gate after an outage', [gate]);
+  } finally {
+    await group.stopAll();
+    await sim.close();
+  }
+}, 180_000);
+
+/** The most calls the provider counted in any rolling window of `windowMs` (429s are not counted). */
+function mostInAnyWindow(sim: Simulator, path: string, windowMs: number): number {
+  const times = sim
+    .requestLog()
+    .filter((e) => e.method === 'POST' && e.path === path && e.status !== 429)
+    .map((e) => Date.parse(e.time))
+    .sort((a, b) => a - b);
+  let most = 0;
+  for (let i = 0, j = 0; i < times.length; i++) {
+    while (times[i]! - times[j]! >= windowMs) j++;
+    most = Math.max(most, i - j + 1);
+  }
+  return most;
+}
+
+it('creates the rest of a backlog at the usual pace while one order always gets a 500, and cancels that order', async () => {
+  const sim = createSimulator({ apiKeys: [KEY], timeScale: SCALE });
+  const { client } = await setUp(sim, 5_000);
+  const stamp = Date.now().toString(36);
+  const poison = `P500-${stamp}`;
+  const refused = `P422-${stamp}`;
+  const references = Array.from({ length: 40 }, (_, i) => `PACE-${stamp}-${i}`);
+  sim.setFaults({ reference_faults: { [poison]: 500, [refused]: 422 } });
+  try {
+    // The poison orders ask first, so a gate that let them hold the queue would show it.
+    await client.startDelivery(order(500), { reference: poison });
+    await client.startDelivery(order(501), { reference: refused });
+    const t0 = Date.now();
+    await Promise.all(references.map((reference, i) => client.startDelivery(order(600 + i), { reference, followUp: { quietMs: 3_600_000 } })));
+    await eventually('the 40 other orders to be created', () => (oneDeliveryPerReference(sim, references).missing.length === 0 ? true : undefined), 60_000);
+    const last = Math.max(...sim.deliveries().filter((d) => references.includes(d.delivery.reference_number ?? '')).map((d) => Date.parse(d.delivery.created_at)));
+    // 40 creations at 20 a window need one window after the first 20 (1 s here); a few more seconds for quotes and the start.
+    console.log(`40 orders created ${last - t0} ms after their start, next to a poison order`);
+    expect(last - t0).toBeLessThan(15_000);
+    expect(sim.requestLog().filter((e) => e.status === 429)).toEqual([]);
+
+    // The 422 ends with the provider's reason; the 500 keeps trying, in a growing backoff, until cancelled.
+    await expect(temporal.workflow.getHandle(deliveryWorkflowId(refused)).result()).rejects.toThrow();
+    const refusedState = (await temporal.workflow.getHandle(deliveryWorkflowId(refused)).query('status')) as DeliveryState;
+    expect(refusedState.deliveryId).toBeUndefined();
+    const attempts = () => sim.requestLog().filter((e) => e.method === 'POST' && e.path === '/v1/deliveries' && e.status === 500).length;
+    await eventually('the poison order to have been tried twice', () => (attempts() >= 2 ? true : undefined), 30_000);
+    const final = await client.cancelDelivery(poison);
+    expect(final.cancellation?.outcome).toBe('before_creation');
+    expect(final.deliveryId).toBeUndefined();
+    expect(attempts()).toBeLessThanOrEqual(8);
+    expect(oneDeliveryPerReference(sim, [poison, refused]).missing).toEqual([poison, refused]);
+  } finally {
+    await group.stopAll();
+    await sim.close();
+  }
+}, 180_000);
+
+it.each([
+  ['are all stopped for longer than a slot while calls are scheduled, then restarted', [0, 0]],
+  ['have clocks 3 s ahead and 3 s behind', [3_000, -3_000]],
+])('never exceeds a rolling window nor gets a 429 when the workers %s', async (what, offsets) => {
+  const sim = createSimulator({ apiKeys: [KEY], timeScale: SCALE });
+  const { workers, startWorker, client } = await setUp(sim, 3_000, LIMITS, offsets);
+  const references = Array.from({ length: 60 }, (_, i) => `WIN-${Date.now().toString(36)}-${i}`);
+  try {
+    await Promise.all(references.map((reference, i) => client.startDelivery(order(700 + i), { reference, followUp: { quietMs: 3_600_000 } })));
+    if (what.startsWith('are all stopped')) {
+      await eventually('the first creations', () => (sim.deliveries().length >= 5 ? true : undefined), 60_000);
+      await Promise.all(workers.map((w) => w.kill('SIGKILL')));
+      await new Promise((r) => setTimeout(r, 10_000)); // past every scheduled call's schedule-to-start (its delay + 5 s)
+      await Promise.all([startWorker(), startWorker()]);
+    }
+    await eventually('every order to be created', () => (oneDeliveryPerReference(sim, references).missing.length === 0 ? true : undefined), 90_000);
+    expect(oneDeliveryPerReference(sim, references)).toEqual({ duplicated: [], missing: [] });
+    expect(sim.requestLog().filter((e) => e.status === 429)).toEqual([]);
+    expect(mostInAnyWindow(sim, '/v1/deliveries', 1_000)).toBeLessThanOrEqual(20);
+  } finally {
+    await group.stopAll();
+    await sim.close();
+  }
+}, 240_000);

@@ -1,0 +1,146 @@
+/**
+ * The pacing gate's bookkeeping, driven with plain numbers: the rolling window is never exceeded
+ * at the provider, every slot is used as soon as the window allows, food goes first, one order's
+ * failures never stop the others, only failures of several orders mean an outage.
+ */
+import { RollingWindowLimiter } from '../../simulator/rate-limiter';
+import type { GateConfig, GateRequest } from '../../workflows/gate-messages';
+import { GateState, OUTAGE_AFTER, type Call } from '../../workflows/gate-state';
+
+const config: GateConfig = { limits: { creations: { limit: 3, windowMs: 1_000 }, quotes: { limit: 3, windowMs: 1_000 } }, marginMs: 10, callTimeoutMs: 5_000, leadMs: 0, quoteMinRemainingMs: 100 };
+const req = (n: number, extra: Partial<GateRequest> = {}): GateRequest => ({ from: `wf-${n}`, n: 1, family: 'creations', food: false, requestedAt: n, order: {} as GateRequest['order'], ...extra });
+const quote = (expiresAt: number) => ({ price: { amount: 990, currency: 'EUR' }, expires_at: new Date(expiresAt).toISOString() });
+const ok = (c: Call) => ({ kind: 'answered' as const, answer: { n: c.req.n, delivery: {} as never } });
+const ids = (calls: Call[]) => calls.map((c) => c.req.from);
+
+describe('GateState', () => {
+  it('uses every slot of a window at once, then each again only a window (and margin) after its call ended', () => {
+    const g = GateState.empty(config);
+    for (let i = 0; i < 5; i++) g.request(req(i), 0);
+    const first = g.take(0);
+    expect(ids(first)).toEqual(['wf-0', 'wf-1', 'wf-2']);
+    expect(g.take(0)).toEqual([]);
+    g.done(first[0]!, ok(first[0]!), 40); // busy until 40 + 1000 + 10
+    expect(g.take(500)).toEqual([]);
+    expect(g.nextChangeAt(500)).toBe(1_050);
+    expect(ids(g.take(1_050))).toEqual(['wf-3']);
+  });
+
+  it('schedules a call for a slot that frees within the lead time, to go out at the slot time', () => {
+    const g = GateState.empty({ ...config, limits: { ...config.limits, creations: { limit: 1, windowMs: 1_000 } }, leadMs: 300 });
+    g.request(req(1), 0);
+    g.request(req(2), 0);
+    const [c] = g.take(0);
+    g.done(c!, ok(c!), 100); // busy until 1110
+    expect(g.nextChangeAt(100)).toBe(810);
+    expect(g.take(809)).toEqual([]);
+    expect(g.take(810).map((x) => [x.req.from, x.notBefore])).toEqual([['wf-2', 1_110]]);
+  });
+
+  it.each([0, 2_000])('never lets a strict rolling-window provider refuse a call, and uses at least 99%% of the budget (lead %d ms)', (leadMs) => {
+    let t = 0;
+    const provider = new RollingWindowLimiter({ creations: { limit: 20, windowMs: 60_000 }, quotes: { limit: 1, windowMs: 1 }, other: { limit: 1, windowMs: 1 } }, () => t);
+    const g = GateState.empty({ ...config, limits: { ...config.limits, creations: { limit: 20, windowMs: 60_000 } }, marginMs: 50, leadMs });
+    for (let i = 0; i < 300; i++) g.request(req(i), 0);
+    const latency = 35;
+    const out: { call: Call; arrives: number; ends: number }[] = [];
+    let refused = 0;
+    let lastArrival = 0;
+    for (let done = 0; done < 300; ) {
+      for (const c of g.take(t)) out.push({ call: c, arrives: Math.max(t, c.notBefore) + latency, ends: Math.max(t, c.notBefore) + 2 * latency });
+      t = Math.min(...out.map((c) => c.ends), g.nextChangeAt(t) ?? Infinity);
+      for (const c of out.filter((x) => x.ends <= t)) {
+        const saved = t;
+        t = c.arrives;
+        if (!provider.tryAcquire('key', 'creations').allowed) refused++;
+        lastArrival = t;
+        t = saved;
+        g.done(c.call, ok(c.call), t);
+        out.splice(out.indexOf(c), 1);
+        done++;
+      }
+    }
+    expect(refused).toBe(0);
+    expect(((300 / 20 - 1) * 60_000) / lastArrival).toBeGreaterThanOrEqual(0.99);
+  });
+
+  it('serves food first, otherwise in the order orders first asked', () => {
+    const g = GateState.empty({ ...config, limits: { ...config.limits, creations: { limit: 4, windowMs: 1_000 } } });
+    g.request(req(1), 0);
+    g.request(req(2), 0);
+    g.request(req(3, { food: true }), 0);
+    g.request(req(0, { n: 2 }), 0); // asked again, first asked before the others
+    expect(ids(g.take(0))).toEqual(['wf-3', 'wf-0', 'wf-1', 'wf-2']);
+  });
+
+  it("backs one failing order off on its own: the others keep every slot, and no outage is declared", () => {
+    const g = GateState.empty(config);
+    g.request(req(0), 0);
+    for (let i = 1; i <= 20; i++) g.request(req(i), 0);
+    let served = 0;
+    let poisonCalls = 0;
+    for (let t = 0; t < 10_000; t += 10) {
+      for (const c of g.take(t)) {
+        if (c.req.from === 'wf-0') {
+          poisonCalls++;
+          g.done(c, { kind: 'unavailable' }, t);
+        } else {
+          served++;
+          g.done(c, ok(c), t);
+        }
+      }
+    }
+    expect(served).toBe(20);
+    expect(poisonCalls).toBeLessThanOrEqual(5); // 1 + 2 + 4 s of backoff within 10 s
+    expect(g.status(10_000).outage).toBe(false);
+  });
+
+  it(`declares an outage after ${OUTAGE_AFTER} different orders failed in a row, then sends one probe at a time`, () => {
+    const g = GateState.empty({ ...config, limits: { ...config.limits, creations: { limit: 10, windowMs: 60_000 } } });
+    for (let i = 0; i < 6; i++) g.request(req(i), 0);
+    const calls = g.take(0);
+    for (const c of calls.slice(0, OUTAGE_AFTER)) g.done(c, { kind: 'unavailable' }, 10);
+    for (const c of calls.slice(OUTAGE_AFTER)) g.done(c, { kind: 'unreachable' }, 10);
+    expect(g.status(10).outage).toBe(true);
+    expect(g.take(20)).toEqual([]); // pausing
+    const probe = g.take(60_000);
+    expect(probe).toHaveLength(1);
+    expect(g.take(60_000)).toEqual([]); // one at a time
+    g.done(probe[0]!, ok(probe[0]!), 60_010);
+    expect(g.status(60_010).outage).toBe(false);
+  });
+
+  it('pauses a family until Retry-After on a 429, without counting the refused call', () => {
+    const g = GateState.empty(config);
+    for (let i = 0; i < 4; i++) g.request(req(i), 0);
+    const [a] = g.take(0);
+    g.done(a!, { kind: 'rate_limited', retryAfterMs: 500 }, 10);
+    expect(g.take(100)).toEqual([]);
+    expect(g.status(100)).toMatchObject({ pausedForMs: { creations: 410, quotes: 0 } });
+    expect(ids(g.take(510))).toEqual(['wf-0']); // its place kept; the slot it used is free
+  });
+
+  it('withdraws a waiting order at once, and one whose call is out when that call ends', () => {
+    const g = GateState.empty({ ...config, limits: { ...config.limits, creations: { limit: 1, windowMs: 1_000 } } });
+    g.request(req(1), 0);
+    g.request(req(2), 0);
+    const [c] = g.take(0);
+    expect(g.withdraw({ from: 'wf-2', n: 1 })).toEqual({ n: 1, withdrawn: true });
+    expect(g.withdraw({ from: 'wf-1', n: 1 })).toBeUndefined();
+    expect(g.done(c!, { kind: 'unavailable' }, 5)).toEqual([{ to: 'wf-1', answer: { n: 1, withdrawn: true } }]);
+    expect(g.status(5).waiting).toBe(0);
+  });
+
+  it('shares one valid quote among identical orders, asking once', () => {
+    const g = GateState.empty(config);
+    const q = (n: number) => req(n, { family: 'quotes', fingerprint: 'f1' });
+    g.request(q(1), 0);
+    g.request(q(2), 0);
+    const calls = g.take(0);
+    expect(ids(calls)).toEqual(['wf-1']); // its twin waits for this quote
+    const answers = g.done(calls[0]!, { kind: 'answered', quote: quote(10_000), answer: { n: 1, quote: quote(10_000), shared: false } }, 10);
+    expect(answers.map((a) => a.to)).toEqual(['wf-1', 'wf-2']);
+    expect(g.request(q(3), 20)).toMatchObject({ shared: true });
+    expect(g.request(q(4), 9_950)).toBeUndefined(); // too close to expiry: asks
+  });
+});

@@ -1,0 +1,86 @@
+/**
+ * How the workers pace provider calls (workflows/gate.ts), from the environment:
+ *
+ *   PROVIDER_RATE_LIMITS       e.g. `creations=20/60s,quotes=100/10m` (families left out keep their
+ *                              default; `other` is the limit for every other call)
+ *   PROVIDER_PACING            `gate` (default): the pacing gate makes quotes and creations;
+ *                              `task-queue`: Temporal's task-queue rate limit only (the comparison)
+ *   PROVIDER_PACING_MARGIN_MS  added to every slot's reuse time (default 250)
+ *   PROVIDER_PACING_LEAD_MS    a slot that frees within this long gets its call scheduled ahead (default 1000)
+ *   PROVIDER_CALL_TIMEOUT_MS   how long one call may take from its start, lookup included (default 30000)
+ *   PROVIDER_QUOTE_MIN_REMAINING_MS  a quote is shared or carried only while it has this long left (default 60000)
+ */
+import { z } from 'zod';
+import { PROVIDER_RATE_LIMITS, type CallFamily, type RateLimit } from '../provider/limits';
+import { parseEnv } from '../provider/validation';
+
+export interface PacingSettings {
+  pacing: 'gate' | 'task-queue';
+  limits: Record<CallFamily, RateLimit>;
+  marginMs: number;
+  callTimeoutMs: number;
+  quoteMinRemainingMs: number;
+  leadMs: number;
+}
+
+export const DEFAULT_PACING: PacingSettings = { pacing: 'gate', limits: { ...PROVIDER_RATE_LIMITS }, marginMs: 250, callTimeoutMs: 30_000, quoteMinRemainingMs: 60_000, leadMs: 1_000 };
+
+const UNITS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 };
+const FAMILIES: readonly CallFamily[] = ['creations', 'quotes', 'other'];
+
+/** `creations=20/60s,quotes=100/10m` → limits; throws naming the part that is wrong. */
+export function parseRateLimits(text: string, defaults: Record<CallFamily, RateLimit> = PROVIDER_RATE_LIMITS): Record<CallFamily, RateLimit> {
+  const limits = { ...defaults };
+  for (const part of text.split(',').map((p) => p.trim()).filter(Boolean)) {
+    const m = /^(\w+)\s*=\s*(\d+)\s*\/\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)$/.exec(part);
+    if (!m) throw new Error(`"${part}" must look like creations=20/60s (family=calls/window, window in ms, s, m or h)`);
+    const [, family, calls, amount, unit] = m as unknown as [string, string, string, string, string];
+    if (!FAMILIES.includes(family as CallFamily)) throw new Error(`"${family}" is not a call family (one of ${FAMILIES.join(', ')})`);
+    const limit = Number(calls);
+    const windowMs = Number(amount) * UNITS[unit]!;
+    if (limit < 1) throw new Error(`${family}: the number of calls must be at least 1`);
+    if (windowMs < 1) throw new Error(`${family}: the window must be at least 1 ms`);
+    limits[family as CallFamily] = { limit, windowMs };
+  }
+  return limits;
+}
+
+/**
+ * Temporal's task-queue rate limit for a family: a token bucket that may hold one token of burst
+ * on top of its rate, so (limit - 1) / window keeps every window at or under the limit.
+ */
+export function taskQueueRatePerSecond(limit: RateLimit): number {
+  return Math.max(1, limit.limit - 1) / (limit.windowMs / 1000);
+}
+
+const ms = (min: number, max: number, fallback: number) => z.coerce.number().int().min(min).max(max).default(fallback);
+const PacingEnvSchema = z.object({
+  PROVIDER_RATE_LIMITS: z
+    .string()
+    .optional()
+    .transform((text, ctx) => {
+      try {
+        return parseRateLimits(text ?? '');
+      } catch (err) {
+        ctx.addIssue({ code: 'custom', message: (err as Error).message });
+        return z.NEVER;
+      }
+    }),
+  PROVIDER_PACING: z.enum(['gate', 'task-queue'], { message: 'must be "gate" or "task-queue"' }).default(DEFAULT_PACING.pacing),
+  PROVIDER_PACING_MARGIN_MS: ms(0, 60_000, DEFAULT_PACING.marginMs),
+  PROVIDER_CALL_TIMEOUT_MS: ms(1_000, 600_000, DEFAULT_PACING.callTimeoutMs),
+  PROVIDER_PACING_LEAD_MS: ms(0, 60_000, DEFAULT_PACING.leadMs),
+  PROVIDER_QUOTE_MIN_REMAINING_MS: ms(0, 3_600_000, DEFAULT_PACING.quoteMinRemainingMs),
+});
+
+export function pacingSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): PacingSettings {
+  const e = parseEnv(PacingEnvSchema, env, 'pacing configuration');
+  return {
+    pacing: e.PROVIDER_PACING,
+    limits: e.PROVIDER_RATE_LIMITS,
+    marginMs: e.PROVIDER_PACING_MARGIN_MS,
+    callTimeoutMs: e.PROVIDER_CALL_TIMEOUT_MS,
+    quoteMinRemainingMs: e.PROVIDER_QUOTE_MIN_REMAINING_MS,
+    leadMs: e.PROVIDER_PACING_LEAD_MS,
+  };
+}

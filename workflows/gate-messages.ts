@@ -1,0 +1,58 @@
+/** Messages between delivery workflows and the pacing gate (workflows/gate.ts). Signals only, sent by activities. */
+import { defineQuery, defineSignal } from '@temporalio/workflow';
+import type { RateLimit } from '../provider/limits';
+import type { CreateDeliveryRequest, DeliveryRecord, Quote } from '../provider/schemas';
+import type { GateState } from './gate-state';
+
+/** The call families the gate paces; every other call uses Temporal's task-queue rate limit. */
+export const GATED_FAMILIES = ['creations', 'quotes'] as const;
+export type GatedFamily = (typeof GATED_FAMILIES)[number];
+
+/** As the PROVIDER_PACING_* settings say (worker/pacing-config.ts). */
+export interface GateConfig {
+  limits: Record<GatedFamily, RateLimit>;
+  marginMs: number;
+  callTimeoutMs: number;
+  leadMs: number;
+  quoteMinRemainingMs: number;
+}
+
+/**
+ * `from`: the asking workflow (for creations also the Idempotency-Key); `n`: the request's number
+ * there, which its answer carries back; `requestedAt`: when the order first asked (asked again, it
+ * keeps its place); `fingerprint` (quotes): identical orders share one quote while it is valid.
+ */
+export interface GateRequest {
+  from: string;
+  n: number;
+  family: GatedFamily;
+  food: boolean;
+  requestedAt: number;
+  order: CreateDeliveryRequest;
+  fingerprint?: string;
+}
+
+export type GateAnswer = { n: number } & (
+  | { quote: Quote; shared: boolean }
+  | { delivery: DeliveryRecord }
+  | { failure: { type: string; message: string } }
+  /** The gate continued as new without carrying the queue: ask again (the place is kept). */
+  | { again: true }
+  | { withdrawn: true }
+);
+
+export const gateRequestSignal = defineSignal<[GateRequest]>('gateRequest');
+export const gateWithdrawSignal = defineSignal<[{ from: string; n: number }]>('gateWithdraw');
+/** Sent when a worker starts: its configuration applies from then on. */
+export const gateConfigureSignal = defineSignal<[GateConfig]>('gateConfigure');
+export const gateAnswerSignal = defineSignal<[GateAnswer]>('gateAnswer');
+
+export const gateStatusQuery = defineQuery<ReturnType<GateState['status']>>('gateStatus');
+
+/** The type of the failure of a call not sent because it could have ended after its slot. */
+export const SLOT_MISSED = 'PacingSlotMissed';
+
+/** One gate per task queue: a deployment with its own API key has its own queue. */
+export function gateWorkflowId(taskQueue: string): string {
+  return `pacing-gate:${taskQueue}`;
+}

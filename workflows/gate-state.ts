@@ -1,0 +1,173 @@
+/** The gate's bookkeeping, pure and deterministic: the gate workflow drives it, unit tests drive it with plain numbers. */
+import type { Quote } from '../provider/schemas';
+import { GATED_FAMILIES, type GateAnswer, type GateConfig, type GatedFamily, type GateRequest } from './gate-messages';
+
+/** `retryAt`: a failed order waits out its own backoff, not holding back the others; `unclear`: an earlier attempt may have reached the provider. */
+export type Waiting = GateRequest & { retryAt: number; attempts: number; unclear: boolean };
+/** `notBefore`: the slot's time, when the call may go out; `withdrawn`: its order was cancelled while it was out. */
+export type Call = { req: Waiting; notBefore: number; withdrawn?: boolean };
+export type Addressed = { to: string; answer: GateAnswer };
+
+/** How a call ended, for pacing: which calls hold their slot for a window, and whose fault a failure was. */
+export type Outcome =
+  | { kind: 'answered'; quote?: Quote; answer: GateAnswer } // any answer from the provider but a 429 or a 5xx
+  | { kind: 'rate_limited'; retryAfterMs: number } // not counted by the provider
+  | { kind: 'not_made' } // certainly never sent (the slot was missed)
+  | { kind: 'unavailable' | 'unreachable' | 'unclear' }; // a 5xx, no answer, or a worker that died mid-call
+
+/** What the gate carries across continue-as-new: no waiting requests, no orders, no personal data. */
+export interface GateSnapshot {
+  config: GateConfig;
+  busyUntil: Record<GatedFamily, number[]>; // per family, when each used slot may be used again (ascending)
+  pausedUntil: Record<GatedFamily, number>;
+  outage: { failing: string[]; probes: number; until: number }; // `failing`: different orders failed since the last answer
+  quotes: { fingerprint: string; quote: Quote }[];
+  counts: { calls: number; shared: number; retried: number };
+}
+
+/** This many different orders failing in a row, with no answer between, mean an outage. */
+export const OUTAGE_AFTER = 3;
+const BACKOFF_BASE_MS = 1_000;
+const BACKOFF_MAX_MS = 10 * 60_000;
+const QUOTE_CACHE_LIMIT = 2_000;
+
+const key = (r: { from: string; n: number }) => `${r.from}#${r.n}`;
+
+export class GateState {
+  waiting: Waiting[] = [];
+  readonly inFlight = new Map<string, Call>();
+
+  constructor(readonly s: GateSnapshot) {}
+
+  static empty(config: GateConfig): GateState {
+    return new GateState({ config, busyUntil: { creations: [], quotes: [] }, pausedUntil: { creations: 0, quotes: 0 }, outage: { failing: [], probes: 0, until: 0 }, quotes: [], counts: { calls: 0, shared: 0, retried: 0 } });
+  }
+
+  /** Queues a request (food first, then by first request), or answers it from a valid shared quote. */
+  request(r: GateRequest, now: number): GateAnswer | undefined {
+    if (this.inFlight.has(key(r)) || this.waiting.some((w) => key(w) === key(r))) return undefined; // a repeated signal
+    const quote = r.fingerprint === undefined ? undefined : this.sharedQuote(r.fingerprint, now);
+    if (quote) {
+      this.s.counts.shared++;
+      return { n: r.n, quote, shared: true };
+    }
+    this.enqueue({ ...r, retryAt: 0, attempts: 0, unclear: false });
+    return undefined;
+  }
+
+  /** A waiting request leaves (its workflow was cancelled); one whose call is out gets that call's answer instead. */
+  withdraw(r: { from: string; n: number }): GateAnswer | undefined {
+    const call = this.inFlight.get(key(r));
+    if (call) return void (call.withdrawn = true);
+    this.waiting = this.waiting.filter((w) => key(w) !== key(r));
+    return { n: r.n, withdrawn: true };
+  }
+
+  /** The calls to make now: every slot free now or within the lead time goes to the first eligible request. */
+  take(now: number): Call[] {
+    const out: Call[] = [];
+    const probing = this.s.outage.failing.length >= OUTAGE_AFTER;
+    if (probing && (now < this.s.outage.until || this.inFlight.size > 0)) return out;
+    for (const family of GATED_FAMILIES) {
+      const busy = this.s.busyUntil[family];
+      while (busy.length > 0 && busy[0]! <= now) busy.shift();
+      if (now < this.s.pausedUntil[family]) continue;
+      for (;;) {
+        const free = this.s.config.limits[family].limit - this.held(family) - busy.length;
+        const at = free > 0 ? now : busy[0]!;
+        if (free <= 0 && (busy.length === 0 || at > now + (probing ? 0 : this.s.config.leadMs))) break;
+        const req = this.waiting.find((w) => w.family === family && w.retryAt <= at && !this.quoteInFlight(w));
+        if (!req) break;
+        if (free <= 0) busy.shift();
+        this.waiting.splice(this.waiting.indexOf(req), 1);
+        const call = { req, notBefore: at };
+        this.inFlight.set(key(req), call);
+        this.s.counts.calls++;
+        out.push(call);
+        if (probing) return out; // one probe at a time
+      }
+    }
+    return out;
+  }
+
+  /** A call ended: counts its slot, learns from the outcome, and says who gets which answer. */
+  done(call: Call, outcome: Outcome, now: number): Addressed[] {
+    const { req } = call;
+    const family = req.family;
+    this.inFlight.delete(key(req));
+    const w = this.s.config.limits[family].windowMs;
+    // Every call that may have reached the provider holds its slot for a window from when it certainly ended.
+    if (outcome.kind === 'rate_limited' || outcome.kind === 'not_made') {
+      if (call.notBefore > now) this.markBusy(family, call.notBefore); // the slot it took was not free yet
+    } else this.markBusy(family, now + w + this.s.config.marginMs);
+
+    const o = this.s.outage;
+    const again = (r: Waiting): Addressed[] => (call.withdrawn ? [{ to: r.from, answer: { n: r.n, withdrawn: true } }] : (this.enqueue(r), []));
+    switch (outcome.kind) {
+      case 'answered': {
+        o.failing = [];
+        o.probes = 0;
+        const mine = { to: req.from, answer: outcome.answer };
+        const quote = outcome.quote;
+        if (!quote || req.fingerprint === undefined) return [mine];
+        // Identical orders waiting for this quote get it too.
+        this.s.quotes = [...this.s.quotes.filter((q) => q.fingerprint !== req.fingerprint), { fingerprint: req.fingerprint, quote }].slice(-QUOTE_CACHE_LIMIT);
+        if (!this.sharedQuote(req.fingerprint, now)) return [mine];
+        const twins = this.waiting.filter((x) => x.fingerprint === req.fingerprint);
+        this.waiting = this.waiting.filter((x) => x.fingerprint !== req.fingerprint);
+        this.s.counts.shared += twins.length;
+        return [mine, ...twins.map((t) => ({ to: t.from, answer: { n: t.n, quote, shared: true } }))];
+      }
+      case 'rate_limited':
+        this.s.pausedUntil[family] = Math.max(this.s.pausedUntil[family], now + outcome.retryAfterMs);
+        return again(req);
+      case 'not_made':
+        return again(req);
+      default:
+        if (outcome.kind !== 'unclear' && !o.failing.includes(req.from)) o.failing.push(req.from);
+        // Probes back off up to a quarter of the shortest window: an outage's end is noticed that soon.
+        if (o.failing.length >= OUTAGE_AFTER) o.until = now + Math.min(...GATED_FAMILIES.map((f) => this.s.config.limits[f].windowMs / 4), BACKOFF_BASE_MS * 2 ** o.probes++);
+        this.s.counts.retried++; // this order alone waits out a growing backoff, its place kept
+        return again({ ...req, attempts: req.attempts + 1, unclear: true, retryAt: now + Math.min(BACKOFF_MAX_MS, BACKOFF_BASE_MS * 2 ** req.attempts) });
+    }
+  }
+
+  /** When something changes by time alone, if anything waits for it. */
+  nextChangeAt(now: number): number | undefined {
+    const times: number[] = [this.s.outage.until, ...this.waiting.map((r) => r.retryAt)];
+    for (const f of GATED_FAMILIES) {
+      if (!this.waiting.some((r) => r.family === f)) continue;
+      times.push(this.s.pausedUntil[f], ...this.s.busyUntil[f].map((t) => t - this.s.config.leadMs), ...this.s.busyUntil[f]);
+    }
+    const future = times.filter((t) => t > now);
+    return future.length > 0 ? Math.min(...future) : undefined;
+  }
+
+  /** For the status query: reads, never changes. */
+  status(now: number) {
+    const per = (fn: (f: GatedFamily) => number) => ({ creations: fn('creations'), quotes: fn('quotes') });
+    const { config, pausedUntil, busyUntil, outage, counts } = this.s;
+    const free = per((f) => config.limits[f].limit - this.held(f) - busyUntil[f].filter((t) => t > now).length);
+    return { config, waiting: this.waiting.length, inFlight: this.inFlight.size, free, pausedForMs: per((f) => Math.max(0, pausedUntil[f] - now)), outage: outage.failing.length >= OUTAGE_AFTER, counts };
+  }
+
+  private held = (f: GatedFamily) => [...this.inFlight.values()].filter((c) => c.req.family === f).length;
+  private quoteInFlight = (r: Waiting) => r.fingerprint !== undefined && [...this.inFlight.values()].some((c) => c.req.fingerprint === r.fingerprint);
+
+  /** Food first, then by first request. */
+  private enqueue(r: Waiting): void {
+    const at = this.waiting.findIndex((w) => (r.food !== w.food ? r.food : r.requestedAt < w.requestedAt));
+    this.waiting.splice(at < 0 ? this.waiting.length : at, 0, r);
+  }
+
+  private markBusy(family: GatedFamily, until: number): void {
+    const busy = this.s.busyUntil[family];
+    const at = busy.findIndex((t) => t > until);
+    busy.splice(at < 0 ? busy.length : at, 0, until);
+  }
+
+  private sharedQuote(fingerprint: string, now: number): Quote | undefined {
+    this.s.quotes = this.s.quotes.filter((q) => Date.parse(q.quote.expires_at) - now >= this.s.config.quoteMinRemainingMs);
+    return this.s.quotes.find((q) => q.fingerprint === fingerprint)?.quote;
+  }
+}

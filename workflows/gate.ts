@@ -1,0 +1,169 @@
+/**
+ * Pacing: how quote and creation calls keep to the provider's rolling-window limits (20
+ * creations per minute, 100 quotes per 10 minutes, per API key) across any number of workers.
+ *
+ * One gate workflow per task queue (so per API key), `pacing-gate:<queue>`, makes every quote and
+ * creation call itself, as an activity. A delivery asks by signal (`gateRequest`, sent by a local
+ * activity with signal-with-start) and waits for one `gateAnswer` signal: a quote, a delivery, a
+ * failure that retrying cannot fix, `withdrawn`, or `again` (the gate continued as new without
+ * its queue: ask again, the place is kept). A cancelled delivery signals `gateWithdraw`; a call
+ * already out is answered when it ends. Every signal is sent by an activity through the
+ * worker's client; the gate's answers go out in batches.
+ *
+ * Slots, in the Temporal server's time only. A call can reach the provider from when its
+ * activity is scheduled (plus the delay it is given) until its schedule-to-close timeout; the
+ * gate reads both ends as workflow time (the server's time of its workflow tasks), and holds the
+ * slot until a window (+ margin) after the end. The server never starts the activity after its
+ * schedule-to-start timeout, and the activity sends only while its call can still end within the
+ * schedule-to-close timeout, timed on the worker's monotonic clock from its start: no worker's
+ * wall clock is read (docs/operations.md, "Clocks"). A slot that frees within the lead time gets
+ * its call scheduled now, with the rest as delay.
+ *
+ * Order: food first, then by first request. A 429 pauses its family until Retry-After. A failure
+ * of one order (a 5xx, no answer, a dead worker) sends that order alone into a growing backoff,
+ * its place kept, and never holds the queue; only failures of OUTAGE_AFTER different orders in a
+ * row mean an outage: then one call at a time, with growing pauses, until an answer comes.
+ * Identical orders share a valid quote. After an unclear creation the next attempt looks the
+ * delivery up by reference before creating (Idempotency-Key = the delivery's workflow ID).
+ * `PROVIDER_PACING=task-queue` uses Temporal's task-queue rate limit instead (the comparison).
+ */
+import { ActivityFailure, ApplicationFailure, CancellationScope, condition, continueAsNew, isCancellation, proxyActivities, proxyLocalActivities, setCurrentDetails, setHandler, TimeoutFailure, workflowInfo } from '@temporalio/workflow';
+import type { GateActivities } from '../activities/gate-activities';
+import type { ProviderActivities } from '../activities/provider-activities';
+import type { CreateDeliveryRequest } from '../provider/schemas';
+import { NON_RETRYABLE_PROVIDER_FAILURES, PROVIDER_FAILURE_TYPES } from './failures';
+import { SLOT_MISSED, gateAnswerSignal, gateConfigureSignal, gateRequestSignal, gateStatusQuery, gateWithdrawSignal, type GateAnswer, type GateConfig, type GatedFamily } from './gate-messages';
+import { GateState, type Addressed, type Call, type GateSnapshot, type Outcome } from './gate-state';
+import { deliveryPriority, providerTaskQueues } from './task-queues';
+
+/** How long an activity task may wait for a worker beyond its delay before the server drops it. */
+export const START_SLACK_MS = 5_000;
+const HISTORY_LIMIT = 5_000;
+const local = proxyLocalActivities<GateActivities>({ startToCloseTimeout: '10 seconds' });
+
+export async function pacingGate(input: { taskQueue: string; config: GateConfig; resume?: GateSnapshot }): Promise<never> {
+  const gate = new GateState(input.resume ?? GateState.empty(input.config).s);
+  const outbox: Addressed[] = [];
+  const inFlight = new Set<Promise<void>>();
+  let changed = true;
+  const post = (to: string, answer: GateAnswer | undefined) => {
+    if (answer) outbox.push({ to, answer });
+    changed = true;
+  };
+  const track = (p: Promise<unknown>) => {
+    const t: Promise<void> = p.then(() => void inFlight.delete(t));
+    inFlight.add(t);
+  };
+  setHandler(gateRequestSignal, (r) => post(r.from, gate.request(r, Date.now())));
+  setHandler(gateWithdrawSignal, (r) => post(r.from, gate.withdraw(r)));
+  setHandler(gateConfigureSignal, (config) => post('', void (gate.s.config = config))); // a new worker's settings
+  setHandler(gateStatusQuery, () => gate.status(Date.now()));
+
+  for (let draining = false; ; ) {
+    changed = false;
+    draining ||= workflowInfo().continueAsNewSuggested || workflowInfo().historyLength >= HISTORY_LIMIT;
+    if (draining) for (const w of gate.waiting.splice(0)) outbox.push({ to: w.from, answer: { n: w.n, again: true } });
+    else {
+      for (const call of gate.take(Date.now())) {
+        track(
+          makeCall(input.taskQueue, gate, call).then((answers) => {
+            answers.forEach((a) => post(a.to, a.answer));
+            changed = true; // the call's slot changed, answered or not
+          }),
+        );
+      }
+    }
+    if (outbox.length > 0) track(local.answerDeliveries(outbox.splice(0)));
+    const { counts, config } = gate.s;
+    setCurrentDetails(`**pacing gate** · creations ${config.limits.creations.limit} per ${config.limits.creations.windowMs / 1000} s · quotes ${config.limits.quotes.limit} per ${config.limits.quotes.windowMs / 1000} s · ${gate.waiting.length} waiting · ${gate.inFlight.size} calls out · ${counts.calls} calls · ${counts.shared} quotes shared`);
+    if (draining) {
+      if (inFlight.size === 0 && !changed) return continueAsNew<typeof pacingGate>({ taskQueue: input.taskQueue, config: gate.s.config, resume: gate.s });
+      await condition(() => changed || inFlight.size === 0);
+      continue;
+    }
+    const next = gate.nextChangeAt(Date.now());
+    if (next === undefined) await condition(() => changed);
+    else await condition(() => changed, Math.max(1, next - Date.now()));
+  }
+}
+
+/** One call in its slot: scheduled now, sent at `notBefore` at the earliest, never after its schedule-to-close timeout. */
+async function makeCall(taskQueue: string, gate: GateState, call: Call): Promise<Addressed[]> {
+  const { req } = call;
+  const delayMs = Math.max(0, call.notBefore - Date.now());
+  const act = proxyActivities<ProviderActivities>({
+    taskQueue: providerTaskQueues(taskQueue)[req.family],
+    scheduleToStartTimeout: delayMs + START_SLACK_MS,
+    // Started by delay + slack at the latest, it then waits its delay and has the call's time.
+    scheduleToCloseTimeout: 2 * delayMs + START_SLACK_MS + gate.s.config.callTimeoutMs,
+    retry: { maximumAttempts: 1 }, // each attempt takes a slot of its own
+    priority: deliveryPriority(req.food),
+    summary: `${req.family === 'quotes' ? 'quote' : 'create'} for ${req.from}${req.attempts ? `, attempt ${req.attempts + 1}` : ''}`,
+  });
+  const timing = { delayMs, sendWithinMs: delayMs + gate.s.config.callTimeoutMs };
+  let outcome: Outcome;
+  try {
+    if (req.family === 'quotes') {
+      const quote = await act.quoteInGate(req.order, timing);
+      outcome = { kind: 'answered', quote, answer: { n: req.n, quote, shared: false } };
+    } else {
+      const delivery = await act.createInGate({ request: req.order as CreateDeliveryRequest & { reference_number: string }, idempotencyKey: req.from, lookFirst: req.unclear }, timing);
+      outcome = { kind: 'answered', answer: { n: req.n, delivery } };
+    }
+  } catch (err) {
+    outcome = outcomeOf(err, req.n);
+  }
+  return gate.done(call, outcome, Date.now());
+}
+
+function outcomeOf(err: unknown, n: number): Outcome {
+  const cause = err instanceof ActivityFailure ? err.cause : err;
+  if (cause instanceof TimeoutFailure) return { kind: cause.timeoutType === 'SCHEDULE_TO_START' ? 'not_made' : 'unclear' };
+  if (!(cause instanceof ApplicationFailure)) return { kind: 'unclear' };
+  const details = cause.details?.[0] as { status?: number; retryAfterMs?: number } | undefined;
+  if (cause.type === SLOT_MISSED) return { kind: 'not_made' };
+  if (cause.type === PROVIDER_FAILURE_TYPES.rate_limited) return { kind: 'rate_limited', retryAfterMs: details?.retryAfterMs ?? 1_000 };
+  if (cause.type === PROVIDER_FAILURE_TYPES.unavailable) return { kind: (details?.status ?? 0) >= 500 ? 'unavailable' : 'unreachable' };
+  if (cause.nonRetryable || NON_RETRYABLE_PROVIDER_FAILURES.includes(cause.type ?? '')) {
+    return { kind: 'answered', answer: { n, failure: { type: cause.type ?? 'Error', message: cause.message } } };
+  }
+  return { kind: 'unclear' };
+}
+
+/** The delivery workflow's side: ask the gate, wait for its answer. */
+export class GateCalls {
+  private readonly answers = new Map<number, GateAnswer>();
+  private n = 0;
+
+  constructor(private readonly config: Pick<GateConfig, 'callTimeoutMs' | 'leadMs'>) {
+    // Keyed by number: a repeated answer is for a number already taken, and never read.
+    setHandler(gateAnswerSignal, (a) => void this.answers.set(a.n, a));
+  }
+
+  /** The call's answer; a failure retrying cannot fix is thrown, naming the provider's reason. */
+  async call<T extends 'quotes' | 'creations'>(family: T & GatedFamily, order: CreateDeliveryRequest, o: { food: boolean; fingerprint?: string }): Promise<Extract<GateAnswer, T extends 'quotes' ? { quote: unknown } : { delivery: unknown }>> {
+    const { workflowId: from, taskQueue } = workflowInfo();
+    const requestedAt = Date.now();
+    for (;;) {
+      const n = ++this.n;
+      let answer: GateAnswer | undefined;
+      try {
+        await local.askGate({ taskQueue, request: { from, n, family, food: o.food, requestedAt, order, fingerprint: o.fingerprint } });
+        await condition(() => this.answers.has(n));
+        answer = this.answers.get(n)!;
+      } catch (err) {
+        if (!isCancellation(err)) throw err;
+        // A creation already on its way may create the delivery: wait for its end (bounded), so it can be cancelled.
+        answer = await CancellationScope.nonCancellable(async () => {
+          await local.withdrawFromGate({ taskQueue, from, n });
+          if (family === 'creations') await condition(() => this.answers.has(n), 2 * this.config.leadMs + START_SLACK_MS + this.config.callTimeoutMs + 60_000);
+          return this.answers.get(n);
+        });
+        if (!answer || !('delivery' in answer)) throw err;
+      }
+      this.answers.delete(n);
+      if ('failure' in answer) throw ApplicationFailure.create({ type: answer.failure.type, message: answer.failure.message, nonRetryable: true });
+      if (!('again' in answer) && !('withdrawn' in answer)) return answer as never;
+    }
+  }
+}
