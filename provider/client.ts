@@ -122,7 +122,8 @@ export class ProviderClient {
   /** The provider's delivery with this reference number, if any (used to reconcile). */
   async findDeliveryByReference(referenceNumber: string, options: CallOptions = {}): Promise<DeliveryRecord | undefined> {
     // An empty reference would drop the filter and "find" the newest delivery of any reference.
-    checkRequest(ReferenceNumber, referenceNumber, 'reference number');
+    const ref = ReferenceNumber.safeParse(referenceNumber);
+    if (!ref.success) throw new ValidationError('invalid reference number', { details: fieldIssues(ref.error).map((i) => ({ ...i, field: 'reference_number' })) });
     const list = await this.listDeliveries({ referenceNumber, pageSize: 1 }, options);
     // The filter is an assumed part of the contract: never adopt a delivery of another reference.
     return list.data.find((d) => d.reference_number === referenceNumber);
