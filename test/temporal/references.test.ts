@@ -88,6 +88,32 @@ describe('a Unicode reference', () => {
   });
 });
 
+describe('a Unicode reference after an unclear creation', () => {
+  it('is looked up by reference before creating again: one delivery, found through the percent-encoded query', async () => {
+    const reference = '注文-1001-再';
+    // Held at the price guard, so the slow answer below hits the creation and nothing else.
+    await stack.deliveries.startDelivery(order(1), { reference, maxPrice: { amount: 1, currency: 'EUR' } });
+    await eventually('the quote to wait for approval', async () => ((await stack.deliveries.getStatus(reference)).phase === 'awaiting_approval' ? true : undefined));
+    const since = (stack.sim.requestLog().at(-1)?.index ?? -1) + 1;
+    // The provider creates the delivery but answers after the worker's 5 s timeout: an unclear outcome.
+    stack.sim.setFaults({ latency_ms: 7_000 });
+    try {
+      await stack.deliveries.approveQuote(reference);
+      await eventually('the creation to reach the provider', () => (atProvider(reference).length > 0 ? true : undefined));
+    } finally {
+      stack.sim.setFaults({ latency_ms: 0 });
+    }
+    const created = await createdDelivery(stack, reference);
+    expect(atProvider(reference)).toHaveLength(1);
+    expect(created.deliveryId).toBe(atProvider(reference)[0]!.delivery.id);
+    const lookups = stack.sim.requestLog(since).filter((r) => r.method === 'GET' && r.path === '/v1/deliveries');
+    expect(lookups.map((r) => new URLSearchParams(r.query).get('reference_number'))).toContain(reference);
+    // The slow first answer is logged once written: let it land here, not in a later test's window.
+    await eventually('the slow creation to be logged', () => (stack.sim.requestLog(since).some((r) => r.method === 'POST' && r.duration_ms >= 7_000) ? true : undefined));
+    await stack.temporal.workflow.getHandle(`delivery:${reference}`).terminate('test done');
+  }, 90_000);
+});
+
 describe('a reference with a newline', () => {
   const reference = 'ORD-1\n2';
   const nothingStarted = async (since: number) => {
