@@ -9,7 +9,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { WorkflowNotFoundError } from '@temporalio/client';
+import { WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
 import { InvalidInputError } from '../../client/delivery-client';
 import { idempotencyKeyHeader } from '../../provider/idempotency';
 import { deliveryRequest } from '../fixtures/orders';
@@ -35,6 +35,12 @@ const cli = (args: string[], env: NodeJS.ProcessEnv = stack.cliEnv) =>
     ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
     (e: { code: number; stdout: string; stderr: string }) => ({ code: e.code, stdout: e.stdout, stderr: e.stderr }),
   );
+/** Every message down a failure's cause chain. */
+function failureMessages(err: unknown): string[] {
+  const out: string[] = [];
+  for (let e = err as { message?: string; cause?: unknown } | undefined; e; e = e.cause as typeof e) out.push(String(e.message));
+  return out;
+}
 const atProvider = (reference: string) => stack.sim.deliveries().filter((d) => d.delivery.reference_number === reference);
 
 describe('a Unicode reference', () => {
@@ -133,6 +139,17 @@ describe('a reference with a newline', () => {
       await expect(call()).rejects.toThrow(/invalid reference: reference: must not contain a control character/);
     }
     await nothingStarted(since);
+  });
+
+  it('started by another Temporal client, bypassing the library: the delivery fails at once, naming the field, without a provider call', async () => {
+    const raw = 'ORD-raw\n1';
+    const since = (stack.sim.requestLog().at(-1)?.index ?? -1) + 1;
+    const handle = await stack.temporal.workflow.start('delivery', { taskQueue: stack.workers.taskQueue, workflowId: `delivery:${raw}`, args: [{ reference: raw, order: order(1) }] });
+    const err = await handle.result().catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(WorkflowFailedError);
+    // Not retried: one failure, a message that names the field and the character.
+    expect(JSON.stringify(failureMessages(err))).toMatch(/reference(_number)?: must not contain a control character \(U\+000A at position 7\)/);
+    expect(stack.sim.requestLog(since).filter((r) => r.method === 'POST' || new URLSearchParams(r.query).get('reference_number') === raw)).toEqual([]);
   });
 
   it('is refused by the CLI with exit code 2, naming the field, even with Temporal out of reach', async () => {
