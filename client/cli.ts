@@ -9,6 +9,8 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { isProviderError } from '../provider/errors';
 import { formatMoney } from '../provider/money';
+import { forbiddenReferenceCharacter, ReferenceNumber } from '../provider/schemas';
+import { fieldIssues } from '../provider/validation';
 import type { DeliveryState, TimelineEntry } from '../workflows/messages';
 import { DeliveryClient, DeliveryNotFoundError, DeliveryRequestRejectedError, InvalidInputError } from './delivery-client';
 
@@ -43,6 +45,24 @@ Exit codes: 0 done, 1 unexpected error, 2 bad usage or input, 3 no such delivery
 `;
 
 class UsageError extends Error {}
+
+const REFERENCE_COMMANDS = ['status', 'watch', 'update', 'approve', 'reject', 'cancel'];
+
+function checkReference(reference: string): void {
+  const r = ReferenceNumber.safeParse(reference);
+  if (!r.success) throw new InvalidInputError('reference', fieldIssues(r.error).map((i) => ({ ...i, field: 'reference' })));
+}
+
+/**
+ * Text from Temporal shown to a person: a workflow ID started by another client may hold control
+ * characters (an escape sequence for the terminal, a newline that forges a table row). Each is
+ * shown as its code point instead.
+ */
+export function printable(text: string): string {
+  let out = '';
+  for (const ch of text) out += forbiddenReferenceCharacter(ch) ? `\\u{${ch.codePointAt(0)!.toString(16)}}` : ch;
+  return out;
+}
 
 interface Out {
   json: boolean;
@@ -111,6 +131,9 @@ export async function main(argv: string[], io = { stdout: process.stdout, stderr
     };
     const knownCommands = ['check-key', 'quote', 'create', 'status', 'watch', 'update', 'approve', 'reject', 'cancel', 'list'];
     if (!knownCommands.includes(command)) throw new UsageError(`unknown command ${command}`);
+    // A bad reference is bad input whether or not Temporal can be reached: refused before connecting.
+    const reference = command === 'create' ? v.reference : REFERENCE_COMMANDS.includes(command) ? rest[0] : undefined;
+    if (reference !== undefined) checkReference(reference);
 
     client = await DeliveryClient.connect();
     switch (command) {
@@ -235,7 +258,7 @@ function integer(text: string, flag: string): number {
 
 export function renderState(s: DeliveryState): string {
   const lines = [
-    `reference   ${s.reference}`,
+    `reference   ${printable(s.reference)}`,
     `status      ${s.status ?? '-'} (${s.phase})`,
     `provider id ${s.deliveryId ?? '-'}`,
     `price       ${s.price ? formatMoney(s.price) : s.quote ? `quoted ${formatMoney(s.quote.price)}` : '-'}`,
@@ -267,6 +290,7 @@ function renderEntry(e: TimelineEntry): string {
 
 function table(headers: string[], rows: string[][]): string {
   if (rows.length === 0) return '(none)';
+  rows = rows.map((r) => r.map(printable));
   const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
   const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd();
   return [line(headers), ...rows.map(line)].join('\n');

@@ -82,7 +82,7 @@ export class DeliveryRequestRejectedError extends Error {
 }
 
 export interface StartOptions {
-  /** Chosen by the order system; at most 64 characters. Starting twice with it never makes a second delivery. */
+  /** Chosen by the order system: Unicode, 1 to 64 UTF-16 code units, no control characters (README "References"). Starting twice with it never makes a second delivery. */
   reference: string;
   /** The most to pay without approval; over it the workflow waits for approveQuote. */
   maxPrice?: Price;

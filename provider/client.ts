@@ -38,13 +38,17 @@ import {
   type QuoteRequest,
   type UpdateDeliveryRequest,
 } from './schemas';
+import { IDEMPOTENCY_KEY_HEADER, idempotencyKeyHeader } from './idempotency';
 import { fieldIssues } from './validation';
 
 export interface CallOptions {
   signal?: AbortSignal;
 }
 export interface CreateOptions extends CallOptions {
-  /** Same key + same body within 24 h returns the first delivery instead of a second one. */
+  /**
+   * Same key + same body within 24 h returns the first delivery instead of a second one. Any
+   * string (the workflow ID): the header sent is derived from it (provider/idempotency.ts).
+   */
   idempotencyKey: string;
 }
 export interface ListDeliveriesQuery {
@@ -99,13 +103,13 @@ export class ProviderClient {
 
   async createDelivery(body: CreateDeliveryRequest, options: CreateOptions): Promise<CreatedDelivery> {
     checkRequest(CreateDeliveryRequestSchema, body, 'delivery request');
-    if (!options.idempotencyKey) throw new ValidationError('an idempotency key is required to create a delivery');
-    const res = await this.call('POST', '/v1/deliveries', { body, headers: { 'idempotency-key': options.idempotencyKey }, signal: options.signal });
+    const headers = { [IDEMPOTENCY_KEY_HEADER]: idempotencyKeyHeader(options.idempotencyKey) };
+    const res = await this.call('POST', '/v1/deliveries', { body, headers, signal: options.signal });
     return { delivery: parse(DeliveryRecordSchema, res.body, 'delivery record'), replayed: res.status === 200 };
   }
 
   async getDelivery(id: string, options: CallOptions = {}): Promise<DeliveryRecord> {
-    const res = await this.call('GET', `/v1/deliveries/${encodeURIComponent(id)}`, options);
+    const res = await this.call('GET', `/v1/deliveries/${segment(id, 'delivery id')}`, options);
     return parse(DeliveryRecordSchema, res.body, 'delivery record');
   }
 
@@ -118,7 +122,8 @@ export class ProviderClient {
   /** The provider's delivery with this reference number, if any (used to reconcile). */
   async findDeliveryByReference(referenceNumber: string, options: CallOptions = {}): Promise<DeliveryRecord | undefined> {
     // An empty reference would drop the filter and "find" the newest delivery of any reference.
-    checkRequest(ReferenceNumber, referenceNumber, 'reference number');
+    const ref = ReferenceNumber.safeParse(referenceNumber);
+    if (!ref.success) throw new ValidationError('invalid reference number', { details: fieldIssues(ref.error).map((i) => ({ ...i, field: 'reference_number' })) });
     const list = await this.listDeliveries({ referenceNumber, pageSize: 1 }, options);
     // The filter is an assumed part of the contract: never adopt a delivery of another reference.
     return list.data.find((d) => d.reference_number === referenceNumber);
@@ -126,12 +131,12 @@ export class ProviderClient {
 
   async updateDelivery(id: string, patch: UpdateDeliveryRequest, options: CallOptions = {}): Promise<DeliveryRecord> {
     checkRequest(UpdateDeliveryRequestSchema, patch, 'delivery update');
-    const res = await this.call('PATCH', `/v1/deliveries/${encodeURIComponent(id)}`, { ...options, body: patch });
+    const res = await this.call('PATCH', `/v1/deliveries/${segment(id, 'delivery id')}`, { ...options, body: patch });
     return parse(DeliveryRecordSchema, res.body, 'delivery record');
   }
 
   async cancelDelivery(id: string, options: CallOptions = {}): Promise<DeliveryRecord> {
-    const res = await this.call('POST', `/v1/deliveries/${encodeURIComponent(id)}/actions/cancel`, options);
+    const res = await this.call('POST', `/v1/deliveries/${segment(id, 'delivery id')}/actions/cancel`, options);
     return parse(DeliveryRecordSchema, res.body, 'delivery record');
   }
 
@@ -147,7 +152,7 @@ export class ProviderClient {
   }
 
   async getOrder(id: string, options: CallOptions = {}): Promise<OrderRecord> {
-    const res = await this.call('GET', `/v1/orders/${encodeURIComponent(id)}`, options);
+    const res = await this.call('GET', `/v1/orders/${segment(id, 'order id')}`, options);
     return parse(OrderRecordSchema, res.body, 'order record');
   }
 
@@ -172,7 +177,7 @@ export class ProviderClient {
     const headers: Record<string, string> = { authorization: this.authorization, accept: 'application/json', ...options.headers };
     let payload: string | undefined;
     if (options.body !== undefined) {
-      payload = JSON.stringify(options.body);
+      payload = serialize(options.body, what);
       headers['content-type'] = 'application/json';
     }
 
@@ -181,6 +186,8 @@ export class ProviderClient {
       res = await this.pool.request({ method, path: this.basePath + path, headers, body: payload, signal });
     } catch (err) {
       if (options.signal?.aborted) throw options.signal.reason ?? err;
+      // A request that cannot be built never will be: not an outage, and never worth a retry.
+      if (isUnbuildable(err)) throw unbuildable(what, err, (t) => this.scrub(t));
       if (timeout.aborted || err instanceof undiciErrors.HeadersTimeoutError || err instanceof undiciErrors.BodyTimeoutError) {
         throw new ProviderUnavailableError(`${what}: no answer within ${this.timeoutMs} ms`, { cause: this.scrubCause(err) });
       }
@@ -237,6 +244,39 @@ export class ProviderClient {
   }
   private scrubCause(err: unknown): unknown {
     return err instanceof Error ? new Error(this.scrub(err.message)) : undefined;
+  }
+}
+
+/**
+ * undici refuses a header value outside ISO-8859-1 or with a control character, and a path with
+ * a space or a non-ASCII character (`UND_ERR_INVALID_ARG`). Our own headers and paths are built
+ * to be safe; this names the part if one ever is not, instead of calling it an outage.
+ */
+function isUnbuildable(err: unknown): boolean {
+  return err instanceof undiciErrors.InvalidArgumentError || (err as { code?: string } | null)?.code === 'UND_ERR_INVALID_ARG';
+}
+
+function unbuildable(what: string, err: unknown, scrub: (text: string) => string): ValidationError {
+  const text = scrub(err instanceof Error ? err.message : String(err));
+  const header = /^invalid (\S+) header$/.exec(text)?.[1];
+  const field = header ? `${header} header` : /request path/.test(text) ? 'path' : '(request)';
+  return new ValidationError(`${what}: the request cannot be sent`, { details: [{ field, message: `cannot be sent over HTTP (${text})` }] });
+}
+
+/** A path segment; an id that cannot be URL-encoded (a lone surrogate) is a validation error. */
+function segment(id: string, field: string): string {
+  try {
+    return encodeURIComponent(id);
+  } catch {
+    throw new ValidationError(`invalid ${field}`, { details: [{ field, message: 'cannot be URL-encoded (it is not well-formed Unicode)' }] });
+  }
+}
+
+function serialize(body: unknown, what: string): string {
+  try {
+    return JSON.stringify(body);
+  } catch (err) {
+    throw new ValidationError(`${what}: the request cannot be sent`, { details: [{ field: '(body)', message: `cannot be serialized as JSON (${(err as Error).message})` }] });
   }
 }
 

@@ -70,7 +70,64 @@ export const UtcTimestamp = z.iso.datetime({ offset: false, message: 'must be an
 export const E164Phone = z
   .string()
   .regex(/^\+[1-9]\d{1,14}$/, { message: 'must be an E.164 phone number: + then 2 to 15 digits, e.g. +4915112345678' });
-export const ReferenceNumber = z.string().min(1).max(LIMITS.maxReferenceLength);
+
+/**
+ * A character a reference must not hold, with its name, or undefined. A reference becomes the
+ * delivery's workflow ID, a search attribute, a CLI table cell and a log field, so anything that
+ * breaks a line or reorders text is refused: C0 controls (tab and newline included), DEL, C1
+ * controls, the line and paragraph separators U+2028/U+2029, the bidirectional embedding,
+ * override and isolate controls (they make one reference display as another), and a lone UTF-16
+ * surrogate (not a character at all; it cannot be sent as UTF-8).
+ */
+export function forbiddenReferenceCharacter(text: string): { codePoint: string; what: string; index: number } | undefined {
+  let index = 0;
+  for (const ch of text) {
+    const cp = ch.codePointAt(0)!;
+    const what =
+      cp <= 0x1f || (cp >= 0x7f && cp <= 0x9f)
+        ? 'a control character'
+        : cp === 0x2028 || cp === 0x2029
+          ? 'a line or paragraph separator'
+          : (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069)
+            ? 'a bidirectional control character'
+            : cp >= 0xd800 && cp <= 0xdfff
+              ? 'a lone surrogate (not well-formed Unicode)'
+              : undefined;
+    if (what) return { codePoint: `U+${cp.toString(16).toUpperCase().padStart(4, '0')}`, what, index };
+    index += ch.length;
+  }
+  return undefined;
+}
+
+/**
+ * The order system's reference: any Unicode text (`ORD-€42`, `注文-1001`, emoji) of 1 to 64
+ * UTF-16 code units, without the characters above. The contract says "at most 64 chars"; code
+ * units are the stricter reading (an emoji counts 2), so a provider counting either way accepts
+ * every reference we send. The delivery's Idempotency-Key is derived from it (provider/client.ts),
+ * never sent as it is.
+ */
+const referenceTooLong = `must be at most ${LIMITS.maxReferenceLength} characters (UTF-16 code units: an emoji counts 2)`;
+export const ReferenceNumber = z
+  .string()
+  .min(1, { message: 'must not be empty' })
+  // zod's max counts code points (as JSON Schema's maxLength does): it goes into the OpenAPI
+  // document, and the check below adds the code-unit reading.
+  .max(LIMITS.maxReferenceLength, { message: referenceTooLong })
+  .superRefine((text, ctx) => {
+    if (text.length > LIMITS.maxReferenceLength && [...text].length <= LIMITS.maxReferenceLength) ctx.addIssue({ code: 'custom', message: referenceTooLong });
+    const bad = forbiddenReferenceCharacter(text);
+    if (bad) ctx.addIssue({ code: 'custom', message: `must not contain ${bad.what} (${bad.codePoint} at position ${bad.index})` });
+  })
+  .meta({
+    description: `1 to ${LIMITS.maxReferenceLength} UTF-16 code units of Unicode text; no control characters (C0, DEL, C1), line or paragraph separators (U+2028/9), bidirectional controls (U+202A–U+202E, U+2066–U+2069) or lone surrogates.`,
+    examples: ['ORD-1042'],
+  });
+/**
+ * A reference as the provider stores it: any string of at most 64 characters (the provider takes
+ * any JSON string). Records are read leniently so that a delivery another system created under
+ * the same key with such a reference can never make a list or a reconciliation fail.
+ */
+export const StoredReferenceNumber = z.string().min(1).max(LIMITS.maxReferenceLength);
 export const CurrencyCode = z.string().regex(/^[A-Z]{3}$/, { message: 'must be an ISO 4217 code such as EUR' });
 /** An amount of money as an integer in the currency's smallest unit (cents for EUR). */
 export const MinorUnits = z.number().int().nonnegative();
@@ -205,7 +262,7 @@ export const DestinationRecordSchema = component(
     location: DestinationLocationSchema,
     package_type: PackageTypeSchema,
     ...timeWindowFields,
-    reference_number: ReferenceNumber.nullable(),
+    reference_number: StoredReferenceNumber.nullable(),
     updated_at: UtcTimestamp,
   }),
   'DestinationRecord',
@@ -216,7 +273,7 @@ export const DeliveryRecordSchema = component(
   z.object({
     id: z.string().min(1),
     status: DeliveryStatusSchema,
-    reference_number: ReferenceNumber.nullable(),
+    reference_number: StoredReferenceNumber.nullable(),
     is_food: z.boolean(),
     desired_pickup_time: UtcTimestamp,
     pickup_location: PickupLocationSchema,

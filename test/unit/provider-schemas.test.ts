@@ -4,12 +4,31 @@ import {
   ErrorBodySchema,
   LIMITS,
   QuoteSchema,
+  ReferenceNumber,
   UpdateDeliveryRequestSchema,
   WebhookEventSchema,
 } from '../../provider/schemas';
 import { fieldIssues } from '../../provider/validation';
 import { pickupTimeIssues } from '../../provider/rules';
 import { deliveryRequest, destination } from '../fixtures/orders';
+
+/** A delivery record as the provider would send it, with this reference. */
+function recordWithReference(reference: string) {
+  const req = deliveryRequest({ reference_number: reference });
+  const now = new Date().toISOString();
+  return {
+    id: 'del_1',
+    status: 'CREATED',
+    reference_number: reference,
+    is_food: false,
+    desired_pickup_time: req.desired_pickup_time,
+    pickup_location: req.pickup_location,
+    price: { amount: 1250, currency: 'EUR' },
+    created_at: now,
+    updated_at: now,
+    destinations: req.destinations.map((d, i) => ({ ...d, id: `dst_${i}`, status: 'PENDING', tracking_url: `https://t.example/${i}`, reference_number: null, updated_at: now })),
+  };
+}
 
 /** The field paths a body is rejected for, as a caller would see them. */
 function rejectedFields(body: unknown): string[] {
@@ -96,6 +115,51 @@ describe('creation request', () => {
     const body = deliveryRequest();
     body.destinations[0]!.location.email = 'not-an-email';
     expect(rejectedFields(body)).toEqual(['destinations[0].location.email']);
+  });
+});
+
+describe('reference numbers', () => {
+  const issues = (reference: string) => {
+    const r = ReferenceNumber.safeParse(reference);
+    return r.success ? [] : r.error.issues.map((i) => i.message);
+  };
+
+  it.each(['ORD-€42', '注文-1001', 'Müller-7', 'طلب-12', 'Заказ №5', '📦-1', '👩‍👩‍👧-family', 'A B'])('accepts the Unicode reference %s', (reference) => {
+    expect(issues(reference)).toEqual([]);
+    expect(rejectedFields(deliveryRequest({ reference_number: reference }))).toEqual([]);
+  });
+
+  it.each([
+    ['a newline', 'ORD-1\n', 'control character (U+000A at position 5)'],
+    ['a carriage return', '\rORD-1', 'control character (U+000D at position 0)'],
+    ['a tab', 'ORD\t1', 'control character (U+0009 at position 3)'],
+    ['NUL', 'ORD-\u00001', 'control character (U+0000 at position 4)'],
+    ['DEL', 'ORD-\u007f1', 'control character (U+007F at position 4)'],
+    ['a C1 control (NEL)', 'ORD-\u00851', 'control character (U+0085 at position 4)'],
+    ['the line separator', 'ORD\u2028-1', 'line or paragraph separator (U+2028 at position 3)'],
+    ['the paragraph separator', 'ORD\u2029-1', 'line or paragraph separator (U+2029 at position 3)'],
+    ['a right-to-left override', 'ORD-\u202e12', 'bidirectional control character (U+202E at position 4)'],
+    ['a bidi isolate', '\u2066ORD-1', 'bidirectional control character (U+2066 at position 0)'],
+    ['a lone surrogate', 'ORD-\ud83d', 'lone surrogate (not well-formed Unicode) (U+D83D at position 4)'],
+  ])('refuses %s, saying which character and where', (_what, reference, said) => {
+    expect(issues(reference)).toEqual([`must not contain a ${said}`]);
+    // In a request the field is named, wherever the reference sits.
+    expect(rejectedFields(deliveryRequest({ reference_number: reference }))).toEqual(['reference_number']);
+    const body = deliveryRequest();
+    body.destinations[0]!.reference_number = reference;
+    expect(rejectedFields(body)).toEqual(['destinations[0].reference_number']);
+  });
+
+  it('counts the limit of 64 in UTF-16 code units, so an emoji counts two', () => {
+    expect(issues('€'.repeat(64))).toEqual([]);
+    expect(issues('注'.repeat(65))).toEqual(['must be at most 64 characters (UTF-16 code units: an emoji counts 2)']);
+    expect(issues('📦'.repeat(32))).toEqual([]);
+    expect(issues('📦'.repeat(32) + 'x')).toHaveLength(1);
+    expect(issues('')).toEqual(['must not be empty']);
+  });
+
+  it('is read leniently in records: a reference another system stored never breaks a list', () => {
+    expect(DeliveryRecordSchema.safeParse({ ...recordWithReference('ORD\t1') }).success).toBe(true);
   });
 });
 
