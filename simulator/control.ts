@@ -1,11 +1,14 @@
 /**
  * The /_sim control API: a local test tool with NO authentication. It can read every key's
  * data and rewrite any delivery, so it must never be reachable from outside the machine (the
- * simulator binds 127.0.0.1 by default for this reason). Not rate limited, not in the request log.
+ * simulator binds 127.0.0.1 by default for this reason), and the server lets through only
+ * requests with its own Host, no foreign Origin, and JSON on every POST/PUT (provider/http-guard.ts),
+ * so no web page can drive it or read it. It never returns the webhook secret, only its
+ * fingerprint. Not rate limited, not in the request log.
  */
 import { z } from 'zod';
 import { fieldIssues } from '../provider/validation';
-import { generateWebhookSecret, WebhookSecretSchema } from '../provider/webhook-signature';
+import { secretFingerprint, WebhookSecretSchema } from '../provider/webhook-signature';
 import type { SimContext } from './context';
 import { dashboardPage } from './dashboard';
 import { FaultsPatchSchema, mergeFaults } from './faults';
@@ -27,12 +30,14 @@ const AdvanceSchema = z
   })
   .strict();
 
+/** The caller chooses the secret: it is never shown again, so one made up here would be of no use. */
 const WebhookEndpointSchema = z
   .object({
     url: z.url({ protocol: /^https?$/, message: 'must be an http(s) URL' }).nullable(),
     secret: WebhookSecretSchema.optional(),
   })
-  .strict();
+  .strict()
+  .refine((b) => b.url === null || b.secret !== undefined, { message: 'is required with a url (whsec_<base64 of 24-64 bytes>)', path: ['secret'] });
 
 function sinceParams(query: URLSearchParams): { since: number; limit: number } {
   const since = Number(query.get('since') ?? 0);
@@ -60,13 +65,16 @@ const advance: Handler = (ctx, { params, body }) => {
   return { status: 200, body: sd.record };
 };
 
-const endpointView = (ctx: SimContext) => ({ url: ctx.webhooks.endpoint?.url ?? null, secret: ctx.webhooks.endpoint?.secret ?? null });
+const endpointView = (ctx: SimContext) => {
+  const e = ctx.webhooks.endpoint;
+  return { url: e?.url ?? null, secret_fingerprint: e ? secretFingerprint(e.secret) : null };
+};
 
 const setWebhookEndpoint: Handler = (ctx, { body }) => {
   const parsed = WebhookEndpointSchema.safeParse(body);
   if (!parsed.success) return validationReply(fieldIssues(parsed.error));
   const { url, secret } = parsed.data;
-  ctx.webhooks.endpoint = url === null ? null : { url, secret: secret ?? generateWebhookSecret() };
+  ctx.webhooks.endpoint = url === null || secret === undefined ? null : { url, secret };
   return { status: 200, body: endpointView(ctx) };
 };
 

@@ -329,7 +329,8 @@ export class SimulatorControl {
     const res = await fetch(this.url + path, {
       method,
       signal: AbortSignal.timeout(30_000),
-      headers: body === undefined ? undefined : { 'content-type': 'application/json' },
+      // JSON only on state-changing control routes, also without a body.
+      headers: method === 'GET' ? undefined : { 'content-type': 'application/json' },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
     const text = await res.text();
