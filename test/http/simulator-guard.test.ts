@@ -30,7 +30,7 @@ const state = () => JSON.stringify(s.sim.deliveries());
 
 test('a cross-site form POST to reset or advance (no body, text/plain or form type) changes nothing', async () => {
   const before = state();
-  const forms = [
+  const forms: Record<string, string>[] = [
     {}, // no content type at all: the empty form POST
     { 'content-type': 'text/plain' },
     { 'content-type': 'application/x-www-form-urlencoded' },
