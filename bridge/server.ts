@@ -28,7 +28,7 @@ import { BridgeMetrics } from './metrics';
 import { HttpProblem, type ReasonCode, type WebhookOutcome } from './outcomes';
 import { recentWebhooksPage } from './page';
 import { RecentWebhooks } from './recent';
-import { createWebhookHandler, header, type Delivered, type Seen } from './webhook';
+import { createWebhookHandler, type Delivered, type Seen } from './webhook';
 
 export type { WebhookOutcome } from './outcomes';
 export const WEBHOOK_PATH = '/webhooks/delivery';
@@ -115,7 +115,7 @@ export function createBridge(o: BridgeOptions): Bridge {
     try {
       secretKey(secret);
     } catch (err) {
-      throw new Error(`webhook secret ${i + 1} of ${o.secrets.length} is not accepted: ${(err as Error).message}`);
+      throw new Error(`webhook secret ${i + 1} of ${o.secrets.length} is not accepted: ${(err as Error).message}`, { cause: err });
     }
   });
   const retryAfter = String(o.retryAfterSeconds ?? 5);

@@ -285,7 +285,7 @@ export class DeliveryProcesses {
     this.current.bridge = await this.group.start({
       name: `bridge#${n}`,
       ...ENTRY.bridge,
-      env: { ...this.env, BRIDGE_HOST: '127.0.0.1', BRIDGE_PORT: String(this.bridgePort), BRIDGE_RETRY_AFTER_SECONDS: '1', ...this.o.bridgeEnv },
+      env: { ...this.env, BRIDGE_HOST: '127.0.0.1', BRIDGE_PORT: String(this.bridgePort), BRIDGE_ADMIN_PORT: '0', BRIDGE_RETRY_AFTER_SECONDS: '1', ...this.o.bridgeEnv },
     });
     return this.current.bridge;
   }
