@@ -12,7 +12,9 @@ import { createBridge, WEBHOOK_PATH } from './server';
 async function main(): Promise<void> {
   const config = bridgeConfigFromEnv();
   const temporal = temporalSettingsFromEnv();
-  const provider = new ProviderClient(providerConfigFromEnv());
+  const providerConfig = providerConfigFromEnv();
+  let onCapped: (e: { call: string; askedMs: number; cappedMs: number }) => void = () => undefined;
+  const provider = new ProviderClient({ ...providerConfig, retryAfterCap: { maxMs: providerConfig.retryAfterCapMs, onCapped: (e) => onCapped(e) } });
   const connection = await Connection.connect(temporal.connectionOptions as ConnectionOptions);
   const bridge = createBridge({
     temporal: new Client({ connection, namespace: temporal.namespace, dataConverter: dataConverterFromEnv() }),
@@ -23,6 +25,10 @@ async function main(): Promise<void> {
     negativeCacheMs: config.negativeCacheMs,
     adminAllowedHosts: config.adminAllowedHosts,
   });
+  onCapped = (e) => {
+    bridge.metrics.retryAfterCapped();
+    process.stdout.write(JSON.stringify({ msg: 'provider Retry-After capped', call: e.call, asked_ms: e.askedMs, capped_ms: e.cappedMs }) + '\n');
+  };
   // Process-wide figures (heap, event loop lag, GC) belong to the process, so only here, not in createBridge.
   collectDefaultMetrics({ register: bridge.metrics.registry });
   const adminUrl = await bridge.listenAdmin(config.adminPort, config.adminHost);

@@ -13,6 +13,7 @@ export class BridgeMetrics {
   private readonly negativeHits: Counter<'kind'>;
   private readonly suppressedLogLines: Counter;
   private readonly droppedConnections: Counter;
+  private readonly cappedRetryAfter: Counter;
 
   constructor(sizes: { referenceCache: () => number; deliveredEvents: () => number; unknownDeliveries: () => number; closedWorkflows: () => number }) {
     const registers = [this.registry];
@@ -62,6 +63,11 @@ export class BridgeMetrics {
       help: 'Connections closed at once because the webhook listener had BRIDGE_MAX_CONNECTIONS open.',
       registers,
     });
+    this.cappedRetryAfter = new Counter({
+      name: 'bridge_provider_retry_after_capped_total',
+      help: 'Provider 429 answers whose Retry-After was over DELIVERY_API_RETRY_AFTER_CAP_MS and was cut to it.',
+      registers,
+    });
     new Gauge({
       name: 'bridge_negative_cache_entries',
       help: 'Unknown deliveries and ended workflows remembered by the negative cache.',
@@ -93,6 +99,10 @@ export class BridgeMetrics {
 
   suppressedLogLine(): void {
     this.suppressedLogLines.inc();
+  }
+
+  retryAfterCapped(): void {
+    this.cappedRetryAfter.inc();
   }
 
   droppedConnection(): void {
