@@ -102,6 +102,18 @@ const deliveries: Handler = (ctx) => ({
   body: { data: ctx.store.all().map((sd) => ({ key_fingerprint: sd.fingerprint, delivery: sd.record, order: sd.order })) },
 });
 
+const FailReadsSchema = z.object({ count: z.number().int().min(0).max(1_000) }).strict();
+
+/** The next `count` reads of one delivery answer 503: a provider that cannot serve it for a while. */
+const failReads: Handler = (ctx, { params, body }) => {
+  const id = params[0] ?? '';
+  if (!ctx.store.anyDelivery(id)) return errorReply(404, 'not_found', `no delivery with id ${id}`);
+  const parsed = FailReadsSchema.safeParse(body);
+  if (!parsed.success) return validationReply(fieldIssues(parsed.error));
+  ctx.failReads.set(id, parsed.data.count);
+  return { status: 200, body: { delivery_id: id, failing_reads: parsed.data.count } };
+};
+
 const reset: Handler = (ctx) => {
   ctx.reset();
   return { status: 200, body: { reset: true, faults: ctx.faults } };
@@ -113,6 +125,7 @@ export const CONTROL_ROUTES: readonly RouteTable<ControlEndpoint>[] = [
   { pattern: /^\/_sim\/?$/, methods: { GET: json('none', (ctx) => ({ status: 200, html: dashboardPage(ctx) })) } },
   { pattern: /^\/_sim\/deliveries$/, methods: { GET: json('none', deliveries) } },
   { pattern: /^\/_sim\/deliveries\/([^/]+)\/advance$/, methods: { POST: json('optional', advance) } },
+  { pattern: /^\/_sim\/deliveries\/([^/]+)\/fail-reads$/, methods: { POST: json('json', failReads) } },
   { pattern: /^\/_sim\/webhook-endpoint$/, methods: { PUT: json('json', setWebhookEndpoint), GET: json('none', (ctx) => ({ status: 200, body: endpointView(ctx) })) } },
   { pattern: /^\/_sim\/faults$/, methods: { POST: json('optional', setFaults), GET: json('none', (ctx) => ({ status: 200, body: ctx.faults })) } },
   { pattern: /^\/_sim\/requests$/, methods: { GET: json('none', requests) } },

@@ -96,6 +96,8 @@ export interface Simulator {
   setWebhookEndpoint(endpoint: WebhookEndpoint | null): void;
   setFaults(patch: Partial<Faults>): Faults;
   readonly faults: Faults;
+  /** The next `count` GET /v1/deliveries/{id} of this delivery answer 503 (like POST /_sim/deliveries/{id}/fail-reads). */
+  failReads(deliveryId: string, count: number): void;
   reset(): void;
   deliveries(): { key_fingerprint: string; delivery: DeliveryRecord; order: OrderRecord }[];
   requestLog(since?: number): (RequestLogEntry & { index: number })[];
@@ -169,6 +171,7 @@ export function createSimulator(options: SimulatorOptions = {}): Simulator {
     webhooks.endpoint = options.webhook ?? null;
     ctx.faults = { ...initialFaults };
     ctx.random = seededRandom(seed);
+    ctx.failReads.clear();
     restoredAutoAt.clear();
     persister?.markDirty();
   };
@@ -184,6 +187,7 @@ export function createSimulator(options: SimulatorOptions = {}): Simulator {
     requests,
     faults: { ...initialFaults },
     random: seededRandom(seed),
+    failReads: new Map<string, number>(),
     publicBaseUrl: (options.publicBaseUrl ?? `http://${DEFAULT_HOST}:${DEFAULT_PORT}`).replace(/\/+$/, ''),
     reset,
   });
@@ -273,6 +277,12 @@ export function createSimulator(options: SimulatorOptions = {}): Simulator {
     if (!auth.ok) return { ...errorReply(401, 'unauthorized', auth.message), headers: { 'www-authenticate': 'Bearer' } };
 
     const route = matchRoute<ApiEndpoint>(API_ROUTES, method, u.pathname);
+    const readFault = method === 'GET' && route.kind === 'found' ? /^\/v1\/deliveries\/([^/]+)$/.exec(u.pathname)?.[1] : undefined;
+    const failing = readFault === undefined ? 0 : (ctx.failReads.get(decodeURIComponent(readFault)) ?? 0);
+    if (failing > 0) {
+      ctx.failReads.set(decodeURIComponent(readFault!), failing - 1);
+      return errorReply(503, 'service_unavailable', 'injected fault: this delivery cannot be read right now');
+    }
     const decision = limiter.tryAcquire(auth.caller.scope, route.kind === 'found' ? route.endpoint.family : 'other');
     if (!decision.allowed) {
       return { ...errorReply(429, 'rate_limited', 'rate limit exceeded; retry after the Retry-After header'), headers: retryAfterHeaders(decision.retryAfterMs) };
@@ -442,6 +452,9 @@ export function createSimulator(options: SimulatorOptions = {}): Simulator {
     },
     get faults() {
       return ctx.faults;
+    },
+    failReads(deliveryId, count) {
+      ctx.failReads.set(deliveryId, count);
     },
     reset,
     deliveries: () => store.all().map((sd) => ({ key_fingerprint: sd.fingerprint, delivery: sd.record, order: sd.order })),
