@@ -111,10 +111,16 @@ export function payloadCodecFromEnv(env: NodeJS.ProcessEnv = process.env): AesGc
   );
 }
 
-/** `dataConverter` option for clients and workers: encryption when keys are configured. */
-export function dataConverterFromEnv(env: NodeJS.ProcessEnv = process.env): { payloadCodecs: PayloadCodec[] } | undefined {
+/** The module whose `failureConverter` encodes failure messages and stack traces (client/failure-converter.ts). */
+export const FAILURE_CONVERTER_PATH = require.resolve('./failure-converter');
+
+/**
+ * `dataConverter` option for clients and workers: encryption when keys are configured, failure
+ * messages and stack traces included (they may quote personal data).
+ */
+export function dataConverterFromEnv(env: NodeJS.ProcessEnv = process.env): { payloadCodecs: PayloadCodec[]; failureConverterPath: string } | undefined {
   const codec = payloadCodecFromEnv(env);
-  return codec ? { payloadCodecs: [codec] } : undefined;
+  return codec ? { payloadCodecs: [codec], failureConverterPath: FAILURE_CONVERTER_PATH } : undefined;
 }
 
 if (require.main === module) console.log(generatePayloadKey()); // `npm run -s payload-key`
