@@ -84,6 +84,8 @@ it('stores no personal data in clear, yet the CLI and the codec endpoint show it
   // Without the key, it says what is missing instead of printing garbage.
   const noKey = await run(process.execPath, [join(__dirname, '../../client/delivery.js'), 'status', reference], { env: stack.cliEnv }).catch((e: { code: number; stderr: string }) => e);
   expect((noKey as { code: number }).code).not.toBe(0);
+  expect((noKey as { stderr: string }).stderr).toContain('payload key "test1"');
+  expect((noKey as { stderr: string }).stderr).not.toContain('Zwetschgenbaum');
 
   // The codec endpoint (what the Web UI calls) turns the stored input back into the order.
   const firstEvent = JSON.parse(stored).events[0];
