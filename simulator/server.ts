@@ -277,10 +277,10 @@ export function createSimulator(options: SimulatorOptions = {}): Simulator {
     if (!auth.ok) return { ...errorReply(401, 'unauthorized', auth.message), headers: { 'www-authenticate': 'Bearer' } };
 
     const route = matchRoute<ApiEndpoint>(API_ROUTES, method, u.pathname);
-    const readFault = method === 'GET' && route.kind === 'found' ? /^\/v1\/deliveries\/([^/]+)$/.exec(u.pathname)?.[1] : undefined;
-    const failing = readFault === undefined ? 0 : (ctx.failReads.get(decodeURIComponent(readFault)) ?? 0);
+    const readFault = ctx.failReads.size > 0 && method === 'GET' && route.kind === 'found' ? /^\/v1\/deliveries\/([^/]+)$/.exec(u.pathname)?.[1] : undefined;
+    const failing = readFault === undefined ? 0 : (ctx.failReads.get(readFault) ?? 0);
     if (failing > 0) {
-      ctx.failReads.set(decodeURIComponent(readFault!), failing - 1);
+      ctx.failReads.set(readFault!, failing - 1);
       return errorReply(503, 'service_unavailable', 'injected fault: this delivery cannot be read right now');
     }
     const decision = limiter.tryAcquire(auth.caller.scope, route.kind === 'found' ? route.endpoint.family : 'other');

@@ -85,3 +85,16 @@ test('the provider API refuses a foreign Origin but keeps its bodiless POSTs for
   expect(server.status).toBe(200);
   expect(s.sim.deliveries()[0]!.delivery.status).toBe('CANCELED');
 });
+
+test('POST /_sim/deliveries/{id}/fail-reads makes the next reads of that delivery answer 503, then serves it again', async () => {
+  const created = await call(s.url, 'POST', '/v1/deliveries', { body: createBody() });
+  const id = (created.json as { id: string }).id;
+  expect((await call(s.url, 'POST', `/_sim/deliveries/${id}/fail-reads`, { key: null, body: { count: 2 } })).status).toBe(200);
+  expect((await call(s.url, 'GET', `/v1/deliveries/${deliveryId}`)).status).toBe(200); // another delivery: unaffected
+  expect((await call(s.url, 'GET', `/v1/deliveries/${id}`)).status).toBe(503);
+  expect((await call(s.url, 'GET', `/v1/deliveries/${id}`)).status).toBe(503);
+  const read = await call(s.url, 'GET', `/v1/deliveries/${id}`);
+  expect(read.status).toBe(200);
+  expect((read.json as { id: string }).id).toBe(id);
+  expect((await call(s.url, 'POST', '/_sim/deliveries/del_nobody/fail-reads', { key: null, body: { count: 1 } })).status).toBe(404);
+});
