@@ -119,6 +119,7 @@ export async function webhooksBenchmark(): Promise<Record<string, number | strin
     progress('starting the bridge process...');
     const secret = generateWebhookSecret();
     const bridgePort = await freePort();
+    const bridgeAdminPort = await freePort();
     const bridgeExtraEnv = Object.fromEntries(
       (process.env.BENCH_WEBHOOKS_BRIDGE_ENV ?? '')
         .split(',')
@@ -133,9 +134,10 @@ export async function webhooksBenchmark(): Promise<Record<string, number | strin
       entry: 'bridge/main.ts',
       ready: /^bridge: listening/m,
       nodeArgs: bridgeNodeArgs,
-      env: { ...common, DELIVERY_WEBHOOK_SECRETS: secret, BRIDGE_HOST: '127.0.0.1', BRIDGE_PORT: String(bridgePort), ...bridgeExtraEnv },
+      env: { ...common, DELIVERY_WEBHOOK_SECRETS: secret, BRIDGE_HOST: '127.0.0.1', BRIDGE_PORT: String(bridgePort), BRIDGE_ADMIN_PORT: String(bridgeAdminPort), ...bridgeExtraEnv },
     });
     const bridgeUrl = `http://127.0.0.1:${bridgePort}`;
+    const bridgeAdminUrl = `http://127.0.0.1:${bridgeAdminPort}`;
     cleanup.unshift(async () => {
       await bridge.stop();
       bridge.removeLog();
@@ -251,9 +253,9 @@ export async function webhooksBenchmark(): Promise<Record<string, number | strin
     progress(`acknowledgement latency: ${count} webhooks at a fixed ${rate}/s (half the measured maximum), then ${count} raw signals from the raw-signal script at the same rate (Temporal's own signal latency), twice each (bridge, raw, raw, bridge)...`);
     const ackSegment = async () => {
       const signed = Array.from({ length: count }, (_, i) => webhook(followed[i % followed.length]!, 'evt_ack'));
-      await eventLoopLag(bridgeUrl, agent); // prom-client's lag histogram restarts at each scrape: from here on it covers this segment
+      await eventLoopLag(bridgeAdminUrl, agent); // prom-client's lag histogram restarts at each scrape: from here on it covers this segment
       const latencies = await openLoop(signed, rate, postWebhook);
-      return { latencies, lag: await eventLoopLag(bridgeUrl, agent) };
+      return { latencies, lag: await eventLoopLag(bridgeAdminUrl, agent) };
     };
     const rawSegment = async () => (await raw.run({ op: 'open-loop', targets, count, perSecond: rate })).latencies;
     const ackOutside = outsideLoad();
@@ -341,8 +343,8 @@ export async function webhooksBenchmark(): Promise<Record<string, number | strin
 }
 
 /** The bridge process's event-loop delay (prom-client's default metrics) since the previous scrape, in ms. */
-async function eventLoopLag(bridgeUrl: string, agent: Agent): Promise<{ p99: number; max: number }> {
-  const res = await request(`${bridgeUrl}/metrics`, { dispatcher: agent });
+async function eventLoopLag(bridgeAdminUrl: string, agent: Agent): Promise<{ p99: number; max: number }> {
+  const res = await request(`${bridgeAdminUrl}/metrics`, { dispatcher: agent });
   const text = await res.body.text();
   const value = (name: string) => Number((Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1]) * 1000).toFixed(2));
   return { p99: value('nodejs_eventloop_lag_p99_seconds'), max: value('nodejs_eventloop_lag_max_seconds') };

@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import { parseEnv } from '../provider/validation';
 import { WebhookSecretSchema } from '../provider/webhook-signature';
+import { DEFAULT_ADMIN_PORT, DEFAULT_MAX_CONNECTIONS } from './server';
 
 const BridgeEnvSchema = z.object({
   DELIVERY_WEBHOOK_SECRETS: z
@@ -11,6 +12,13 @@ const BridgeEnvSchema = z.object({
   BRIDGE_PORT: z.coerce.number().int().min(0).max(65535).default(8080),
   BRIDGE_HOST: z.string().min(1).default('127.0.0.1'),
   BRIDGE_RETRY_AFTER_SECONDS: z.coerce.number().int().min(1).max(3600).default(5),
+  /** The operators' listener (recent webhooks, metrics): loopback unless said otherwise. */
+  BRIDGE_ADMIN_HOST: z.string().min(1).default('127.0.0.1'),
+  BRIDGE_ADMIN_PORT: z.coerce.number().int().min(0).max(65535).default(DEFAULT_ADMIN_PORT),
+  /** Host names the admin listener answers besides loopback (`name` or `name:port`, comma-separated). */
+  BRIDGE_ADMIN_ALLOWED_HOSTS: z.string().default(''),
+  BRIDGE_MAX_CONNECTIONS: z.coerce.number().int().min(1).max(1_000_000).default(DEFAULT_MAX_CONNECTIONS),
+  BRIDGE_NEGATIVE_CACHE_MS: z.coerce.number().int().min(0).max(3_600_000).default(30_000),
 });
 
 export interface BridgeConfig {
@@ -18,9 +26,24 @@ export interface BridgeConfig {
   port: number;
   host: string;
   retryAfterSeconds: number;
+  adminHost: string;
+  adminPort: number;
+  adminAllowedHosts: string[];
+  maxConnections: number;
+  negativeCacheMs: number;
 }
 
 export function bridgeConfigFromEnv(env: NodeJS.ProcessEnv = process.env): BridgeConfig {
   const e = parseEnv(BridgeEnvSchema, env, 'bridge configuration');
-  return { secrets: e.DELIVERY_WEBHOOK_SECRETS, port: e.BRIDGE_PORT, host: e.BRIDGE_HOST, retryAfterSeconds: e.BRIDGE_RETRY_AFTER_SECONDS };
+  return {
+    secrets: e.DELIVERY_WEBHOOK_SECRETS,
+    port: e.BRIDGE_PORT,
+    host: e.BRIDGE_HOST,
+    retryAfterSeconds: e.BRIDGE_RETRY_AFTER_SECONDS,
+    adminHost: e.BRIDGE_ADMIN_HOST,
+    adminPort: e.BRIDGE_ADMIN_PORT,
+    adminAllowedHosts: e.BRIDGE_ADMIN_ALLOWED_HOSTS.split(',').map((h) => h.trim()).filter(Boolean),
+    maxConnections: e.BRIDGE_MAX_CONNECTIONS,
+    negativeCacheMs: e.BRIDGE_NEGATIVE_CACHE_MS,
+  };
 }

@@ -5,24 +5,36 @@ import { dataConverterFromEnv } from '../client/payload-codec';
 import { temporalSettingsFromEnv } from '../client/temporal-config';
 import { ProviderClient } from '../provider/client';
 import { providerConfigFromEnv } from '../provider/config';
+import { secretFingerprint } from '../provider/webhook-signature';
 import { bridgeConfigFromEnv } from './config';
 import { createBridge, WEBHOOK_PATH } from './server';
 
 async function main(): Promise<void> {
   const config = bridgeConfigFromEnv();
   const temporal = temporalSettingsFromEnv();
-  const provider = new ProviderClient(providerConfigFromEnv());
+  const providerConfig = providerConfigFromEnv();
+  let onCapped: (e: { call: string; askedMs: number; cappedMs: number }) => void = () => undefined;
+  const provider = new ProviderClient({ ...providerConfig, retryAfterCap: { maxMs: providerConfig.retryAfterCapMs, onCapped: (e) => onCapped(e) } });
   const connection = await Connection.connect(temporal.connectionOptions as ConnectionOptions);
   const bridge = createBridge({
     temporal: new Client({ connection, namespace: temporal.namespace, dataConverter: dataConverterFromEnv() }),
     provider,
     secrets: config.secrets,
     retryAfterSeconds: config.retryAfterSeconds,
+    maxConnections: config.maxConnections,
+    negativeCacheMs: config.negativeCacheMs,
+    adminAllowedHosts: config.adminAllowedHosts,
   });
+  onCapped = (e) => {
+    bridge.metrics.retryAfterCapped();
+    process.stdout.write(JSON.stringify({ msg: 'provider Retry-After capped', call: e.call, asked_ms: e.askedMs, capped_ms: e.cappedMs }) + '\n');
+  };
   // Process-wide figures (heap, event loop lag, GC) belong to the process, so only here, not in createBridge.
   collectDefaultMetrics({ register: bridge.metrics.registry });
+  const adminUrl = await bridge.listenAdmin(config.adminPort, config.adminHost);
   const url = await bridge.listen(config.port, config.host);
-  console.log(`bridge: listening on ${url}${WEBHOOK_PATH} (${config.secrets.length} secret(s)), Temporal ${temporal.address}; recent webhooks ${url}/, metrics ${url}/metrics`);
+  const fingerprints = config.secrets.map(secretFingerprint).join(', ');
+  console.log(`bridge: listening on ${url}${WEBHOOK_PATH} (secret(s) ${fingerprints}), Temporal ${temporal.address}; admin: recent webhooks ${adminUrl}/, metrics ${adminUrl}/metrics`);
   const stop = async () => {
     await bridge.close();
     await connection.close();

@@ -10,8 +10,12 @@ export class BridgeMetrics {
   readonly registry = new Registry();
   private readonly webhooks: Counter<'outcome' | 'reason'>;
   private readonly handling: Histogram<'outcome'>;
+  private readonly negativeHits: Counter<'kind'>;
+  private readonly suppressedLogLines: Counter;
+  private readonly droppedConnections: Counter;
+  private readonly cappedRetryAfter: Counter;
 
-  constructor(sizes: { referenceCache: () => number; deliveredEvents: () => number }) {
+  constructor(sizes: { referenceCache: () => number; deliveredEvents: () => number; unknownDeliveries: () => number; closedWorkflows: () => number }) {
     const registers = [this.registry];
     this.webhooks = new Counter({
       name: 'bridge_webhooks_total',
@@ -42,6 +46,38 @@ export class BridgeMetrics {
         this.set(sizes.referenceCache());
       },
     });
+    this.negativeHits = new Counter({
+      name: 'bridge_negative_cache_hits_total',
+      help: 'Webhooks answered from the negative cache (unknown delivery, ended workflow) without a provider call, signal or describe.',
+      labelNames: ['kind'],
+      registers,
+    });
+    for (const kind of ['unknown_delivery', 'workflow_closed']) this.negativeHits.labels(kind).inc(0);
+    this.suppressedLogLines = new Counter({
+      name: 'bridge_rejected_log_lines_suppressed_total',
+      help: 'Rejected webhook requests not logged because the log rate bound was reached (all are counted in bridge_webhooks_total).',
+      registers,
+    });
+    this.droppedConnections = new Counter({
+      name: 'bridge_connections_dropped_total',
+      help: 'Connections closed at once because the webhook listener had BRIDGE_MAX_CONNECTIONS open.',
+      registers,
+    });
+    this.cappedRetryAfter = new Counter({
+      name: 'bridge_provider_retry_after_capped_total',
+      help: 'Provider 429 answers whose Retry-After was over DELIVERY_API_RETRY_AFTER_CAP_MS and was cut to it.',
+      registers,
+    });
+    new Gauge({
+      name: 'bridge_negative_cache_entries',
+      help: 'Unknown deliveries and ended workflows remembered by the negative cache.',
+      labelNames: ['kind'],
+      registers,
+      collect() {
+        this.labels('unknown_delivery').set(sizes.unknownDeliveries());
+        this.labels('workflow_closed').set(sizes.closedWorkflows());
+      },
+    });
     new Gauge({
       name: 'bridge_delivered_event_ids',
       help: 'Event ids remembered as delivered (the duplicate fast path).',
@@ -55,6 +91,22 @@ export class BridgeMetrics {
   observe(outcome: WebhookOutcome, reason: ReasonCode, seconds: number): void {
     this.webhooks.labels(outcome, reason).inc();
     this.handling.labels(outcome).observe(seconds);
+  }
+
+  negativeHit(kind: 'unknown_delivery' | 'workflow_closed'): void {
+    this.negativeHits.labels(kind).inc();
+  }
+
+  suppressedLogLine(): void {
+    this.suppressedLogLines.inc();
+  }
+
+  retryAfterCapped(): void {
+    this.cappedRetryAfter.inc();
+  }
+
+  droppedConnection(): void {
+    this.droppedConnections.inc();
   }
 
   text(): Promise<string> {

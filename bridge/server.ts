@@ -5,21 +5,30 @@
  * can change nothing); when the workflow or the delivery cannot be found yet it answers 503 with
  * Retry-After, so the provider's own retries carry the event over.
  *
- * For operators: GET / lists the recent webhooks, GET /metrics is Prometheus text, GET /healthz.
+ * Two listeners. The webhook listener faces the internet and serves only POST /webhooks/delivery
+ * and GET /healthz. The admin listener (bound to 127.0.0.1 by default, BRIDGE_ADMIN_HOST/PORT)
+ * serves the operators: GET / lists the recent verified webhooks, GET /metrics is Prometheus
+ * text, GET /healthz; it answers only its own Host names and no foreign Origin
+ * (provider/http-guard.ts), so neither a web page nor a DNS-rebinding one can read it.
  *
- * It faces the internet, so no input may crash it or hold it: every request ends in an answer
- * or a closed socket, the parser's timeouts end slow clients, and unread bodies are discarded
- * only up to a bound.
+ * The webhook listener faces the internet, so no input may crash it or hold it: every request
+ * ends in an answer or a closed socket, the parser's timeouts end slow clients, unread bodies are
+ * discarded only up to a bound, open connections are capped (BRIDGE_MAX_CONNECTIONS; past it a
+ * new connection is closed at once and counted), and rejected requests are counted in the
+ * metrics but neither listed nor logged beyond a bounded rate.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Client } from '@temporalio/client';
 import type { ProviderClient } from '../provider/client';
+import { checkRequest, hostForHeader, type HttpGuard, originsOf, ownHosts } from '../provider/http-guard';
+import { secretKey } from '../provider/webhook-signature';
+import { BoundedLog } from './bounded-log';
 import { BridgeMetrics } from './metrics';
 import { HttpProblem, type ReasonCode, type WebhookOutcome } from './outcomes';
 import { recentWebhooksPage } from './page';
 import { RecentWebhooks } from './recent';
-import { createWebhookHandler, header, type Delivered, type Seen } from './webhook';
+import { createWebhookHandler, type Delivered, type Seen } from './webhook';
 
 export type { WebhookOutcome } from './outcomes';
 export const WEBHOOK_PATH = '/webhooks/delivery';
@@ -55,17 +64,36 @@ export interface BridgeOptions {
   deliveredIdsSize?: number;
   /** Webhooks kept for the operators' page. */
   recentSize?: number;
+  /** Open connections the webhook listener accepts at once (default 1024). */
+  maxConnections?: number;
+  /** Entries per negative cache (unknown deliveries, ended workflows; default 10 000). */
+  negativeCacheSize?: number;
+  /** How long a negative answer is remembered (default 30 s; 0 = not at all). */
+  negativeCacheMs?: number;
+  /** Log lines for rejected requests per minute at most (default 20). */
+  rejectedLogLinesPerMinute?: number;
+  /** Host names the admin listener answers besides loopback (`name` or `name:port`). */
+  adminAllowedHosts?: readonly string[];
   timeouts?: Partial<BridgeTimeouts>;
   now?: () => number;
   log?: (entry: Record<string, unknown>) => void;
 }
 
 export interface Bridge {
+  /** The webhook listener. */
   server: Server;
+  /** The operators' listener: recent webhooks, metrics, health. */
+  admin: Server;
   metrics: BridgeMetrics;
+  /** Starts the webhook listener; resolves with its URL. */
   listen(port?: number, host?: string): Promise<string>;
+  /** Starts the admin listener (default 127.0.0.1:8081); resolves with its URL. */
+  listenAdmin(port?: number, host?: string): Promise<string>;
   close(): Promise<void>;
 }
+
+export const DEFAULT_ADMIN_PORT = 8081;
+export const DEFAULT_MAX_CONNECTIONS = 1024;
 
 interface Answer {
   status: number;
@@ -82,6 +110,14 @@ const MAX_SHOWN_ID = 100;
 
 export function createBridge(o: BridgeOptions): Bridge {
   if (o.secrets.length === 0) throw new Error('the bridge needs at least one webhook secret (DELIVERY_WEBHOOK_SECRETS)');
+  // A weak or malformed secret stops the start with the reason (never the secret itself).
+  o.secrets.forEach((secret, i) => {
+    try {
+      secretKey(secret);
+    } catch (err) {
+      throw new Error(`webhook secret ${i + 1} of ${o.secrets.length} is not accepted: ${(err as Error).message}`, { cause: err });
+    }
+  });
   const retryAfter = String(o.retryAfterSeconds ?? 5);
   const now = o.now ?? Date.now;
   const log = o.log ?? ((entry) => process.stdout.write(JSON.stringify(entry) + '\n'));
@@ -93,11 +129,23 @@ export function createBridge(o: BridgeOptions): Bridge {
     maxBodyBytes: o.maxBodyBytes ?? 64 * 1024,
     referenceCacheSize: o.referenceCacheSize ?? 10_000,
     deliveredIdsSize: o.deliveredIdsSize ?? 10_000,
+    negativeCacheSize: o.negativeCacheSize ?? 10_000,
+    negativeCacheMs: o.negativeCacheMs ?? 30_000,
     now,
+    onNegativeHit: (kind) => metrics.negativeHit(kind),
   });
   const recentSize = o.recentSize ?? 200;
   const recent = new RecentWebhooks(recentSize);
   const metrics = new BridgeMetrics(webhooks.sizes);
+  const safeLog = (entry: Record<string, unknown>) => {
+    try {
+      log(entry);
+    } catch {
+      // A failing log sink must not turn a delivered webhook into a crash.
+    }
+  };
+  const rejectedLog = new BoundedLog(safeLog, o.rejectedLogLinesPerMinute ?? 20, 60_000, now, () => metrics.suppressedLogLine());
+  let adminGuard: HttpGuard = { hosts: new Set(), origins: new Set() };
 
   async function serveWebhook(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const started = performance.now();
@@ -120,59 +168,84 @@ export function createBridge(o: BridgeOptions): Bridge {
     const ms = performance.now() - started;
     metrics.observe(outcome, code, ms / 1000);
     const e = seen.event;
-    const eventId = cut(e?.id ?? header(req, 'webhook-id'));
-    recent.push({ at: now(), eventId, type: e?.type, deliveryId: cut(e?.data.delivery_id), status: e?.data.status, httpStatus: answer.status, outcome, reason, workflowId: cut(seen.workflowId), ms });
-    try {
-      log({ msg: 'webhook', status: answer.status, outcome, reason, event_id: eventId, workflow_id: seen.workflowId, ms: Math.round(ms) });
-    } catch {
-      // A failing log sink must not turn a delivered webhook into a crash.
+    // Only what passed the signature is shown and logged one by one; anyone can send the rest.
+    if (e === undefined) {
+      rejectedLog.log({ msg: 'webhook rejected', status: answer.status, outcome, reason: code, ms: Math.round(ms) });
+      return;
     }
+    const eventId = cut(e.id);
+    recent.push({ at: now(), eventId, type: e.type, deliveryId: cut(e.data.delivery_id), status: e.data.status, httpStatus: answer.status, outcome, reason, workflowId: cut(seen.workflowId), ms });
+    safeLog({ msg: 'webhook', status: answer.status, outcome, reason, event_id: eventId, workflow_id: seen.workflowId, ms: Math.round(ms) });
   }
 
   async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = (req.url ?? '/').split('?')[0];
     if (path === WEBHOOK_PATH) return serveWebhook(req, res);
-    if (req.method !== 'GET') return send(req, res, json(404, { outcome: 'rejected', reason: 'not found' }));
-    if (path === '/healthz') return send(req, res, json(200, { ok: true }));
-    if (path === '/metrics') return send(req, res, { status: 200, body: await metrics.text(), contentType: metrics.contentType });
-    if (path === '/') return send(req, res, { status: 200, body: recentWebhooksPage(recent.list(), recentSize), contentType: 'text/html; charset=utf-8', headers: PAGE_HEADERS });
+    if (req.method === 'GET' && path === '/healthz') return send(req, res, json(200, { ok: true }));
     send(req, res, json(404, { outcome: 'rejected', reason: 'not found' }));
   }
 
-  const server = createServer(
-    {
-      headersTimeout: timeouts.headersMs,
-      requestTimeout: timeouts.requestMs,
-      keepAliveTimeout: timeouts.keepAliveMs,
-      connectionsCheckingInterval: timeouts.checkIntervalMs,
-      maxHeaderSize: MAX_HEADER_BYTES,
-    },
-    (req, res) => {
-      // A reset connection surfaces as 'error' on both; without listeners that would crash the process.
-      req.on('error', () => undefined);
-      res.on('error', () => undefined);
-      serve(req, res).catch(() => res.destroy());
-    },
-  );
+  async function serveAdmin(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const verdict = checkRequest(req, adminGuard);
+    if (!verdict.ok) return send(req, res, json(verdict.status, { error: verdict.code }));
+    const path = (req.url ?? '/').split('?')[0];
+    if (req.method !== 'GET') return send(req, res, json(405, { error: 'method_not_allowed' }, { allow: 'GET' }));
+    if (path === '/healthz') return send(req, res, json(200, { ok: true }));
+    if (path === '/metrics') return send(req, res, { status: 200, body: await metrics.text(), contentType: metrics.contentType, headers: { 'cache-control': 'no-store' } });
+    if (path === '/') return send(req, res, { status: 200, body: recentWebhooksPage(recent.list(), recentSize), contentType: 'text/html; charset=utf-8', headers: PAGE_HEADERS });
+    send(req, res, json(404, { error: 'not_found' }));
+  }
+
+  const serverOptions = {
+    headersTimeout: timeouts.headersMs,
+    requestTimeout: timeouts.requestMs,
+    keepAliveTimeout: timeouts.keepAliveMs,
+    connectionsCheckingInterval: timeouts.checkIntervalMs,
+    maxHeaderSize: MAX_HEADER_BYTES,
+  };
+  const handler = (serveIt: typeof serve) => (req: IncomingMessage, res: ServerResponse) => {
+    // A reset connection surfaces as 'error' on both; without listeners that would crash the process.
+    req.on('error', () => undefined);
+    res.on('error', () => undefined);
+    serveIt(req, res).catch(() => res.destroy());
+  };
+  const server = createServer(serverOptions, handler(serve));
+  server.maxConnections = o.maxConnections ?? DEFAULT_MAX_CONNECTIONS;
+  server.on('drop', () => metrics.droppedConnection());
+  const admin = createServer(serverOptions, handler(serveAdmin));
+  admin.maxConnections = 64;
+
+  const listenOn = (srv: Server, port: number, host: string) =>
+    new Promise<number>((resolve, reject) => {
+      srv.once('error', reject);
+      srv.listen(port, host, () => {
+        srv.off('error', reject);
+        resolve((srv.address() as AddressInfo).port);
+      });
+    });
+  const closeOne = (srv: Server) =>
+    new Promise<void>((resolve) => {
+      if (!srv.listening) return resolve();
+      srv.closeAllConnections();
+      srv.close(() => resolve());
+    });
 
   return {
     server,
+    admin,
     metrics,
-    listen(port = 8080, host = '127.0.0.1') {
-      return new Promise((resolve, reject) => {
-        server.once('error', reject);
-        server.listen(port, host, () => {
-          server.off('error', reject);
-          const a = server.address() as AddressInfo;
-          resolve(`http://${host}:${a.port}`);
-        });
-      });
+    async listen(port = 8080, host = '127.0.0.1') {
+      const actual = await listenOn(server, port, host);
+      return `http://${hostForHeader(host)}:${actual}`;
     },
-    close() {
-      return new Promise((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      });
+    async listenAdmin(port = DEFAULT_ADMIN_PORT, host = '127.0.0.1') {
+      const actual = await listenOn(admin, port, host);
+      const hosts = ownHosts(actual, host, o.adminAllowedHosts);
+      adminGuard = { hosts, origins: originsOf(hosts) };
+      return `http://${hostForHeader(host)}:${actual}`;
+    },
+    async close() {
+      await Promise.all([closeOne(server), closeOne(admin)]);
     },
   };
 }

@@ -17,6 +17,7 @@ import { verifyWebhook } from '../provider/webhook-signature';
 import { statusChangedSignal, type StatusChange } from '../workflows/messages';
 import { deliveryWorkflowId } from '../workflows/task-queues';
 import { HttpProblem, type ReasonCode } from './outcomes';
+import { ExpiringSet } from './negative-cache';
 import { DeliveredEvents } from './recent';
 import { ReferenceCache } from './reference-cache';
 
@@ -27,7 +28,12 @@ export interface WebhookHandlerOptions {
   maxBodyBytes: number;
   referenceCacheSize: number;
   deliveredIdsSize: number;
+  /** Unknown deliveries and ended workflows remembered (bounded, expiring): replays cost no call. */
+  negativeCacheSize: number;
+  negativeCacheMs: number;
   now: () => number;
+  /** Called when an answer came from the negative cache instead of the provider or Temporal. */
+  onNegativeHit?: (kind: 'unknown_delivery' | 'workflow_closed') => void;
 }
 
 /** A webhook that needs no retry: the signal is in the workflow's history, or can change nothing. */
@@ -49,6 +55,11 @@ export function createWebhookHandler(o: WebhookHandlerOptions) {
     return record.reference_number ?? undefined;
   });
   const delivered = new DeliveredEvents(o.deliveredIdsSize);
+  /** Delivery ids the provider does not know (404) or that carry no reference, for a short while. */
+  const unknownDeliveries = new ExpiringSet(o.negativeCacheSize, o.negativeCacheMs, o.now);
+  const noReference = new ExpiringSet(o.negativeCacheSize, o.negativeCacheMs, o.now);
+  /** Workflow IDs seen closed: a late or replayed event is acknowledged without a signal or describe. */
+  const closedWorkflows = new ExpiringSet(o.negativeCacheSize, o.negativeCacheMs, o.now);
   /** Signals under way, by event id: a copy arriving meanwhile waits for the first instead of signalling too. */
   const inFlight = new Map<string, Promise<Delivered>>();
 
@@ -92,27 +103,47 @@ export function createWebhookHandler(o: WebhookHandlerOptions) {
 
   async function deliver(event: WebhookEvent, seen: Seen): Promise<Delivered> {
     const workflowId = (seen.workflowId = deliveryWorkflowId(await referenceOf(event)));
+    if (closedWorkflows.has(workflowId)) {
+      o.onNegativeHit?.('workflow_closed');
+      return { outcome: 'workflow_closed', code: 'workflow_closed', workflowId };
+    }
     try {
       await o.temporal.workflow.getHandle(workflowId).signal(statusChangedSignal, toStatusChange(event));
     } catch (err) {
       if (!(err instanceof WorkflowNotFoundError)) throw new HttpProblem(503, 'temporal_unavailable', 'Temporal is unavailable', { workflow_id: workflowId });
       // The delivery's story is over; a late or repeated event cannot change it, and a retry
       // would fail the same way for an hour. Acknowledge, and say so.
-      if (await isClosed(workflowId)) return { outcome: 'workflow_closed', code: 'workflow_closed', workflowId };
+      if (await isClosed(workflowId)) {
+        closedWorkflows.add(workflowId);
+        return { outcome: 'workflow_closed', code: 'workflow_closed', workflowId };
+      }
       throw new HttpProblem(503, 'workflow_not_started', 'workflow not started yet', { workflow_id: workflowId });
     }
     return { outcome: 'accepted', code: 'signal_delivered', workflowId };
   }
 
   async function referenceOf(event: WebhookEvent): Promise<string> {
+    const deliveryId = event.data.delivery_id;
+    if (unknownDeliveries.has(deliveryId)) {
+      o.onNegativeHit?.('unknown_delivery');
+      throw new HttpProblem(503, 'unknown_delivery', 'unknown delivery');
+    }
+    if (noReference.has(deliveryId)) {
+      o.onNegativeHit?.('unknown_delivery');
+      throw new HttpProblem(503, 'no_reference', 'the delivery has no reference number, so no workflow to route to');
+    }
     let reference: string | undefined;
     try {
-      reference = await references.get(event.data.delivery_id);
+      reference = await references.get(deliveryId);
     } catch (err) {
-      if (isProviderError(err) && err.kind === 'not_found') throw new HttpProblem(503, 'unknown_delivery', 'unknown delivery');
+      if (isProviderError(err) && err.kind === 'not_found') {
+        unknownDeliveries.add(deliveryId);
+        throw new HttpProblem(503, 'unknown_delivery', 'unknown delivery');
+      }
       if (isProviderError(err) && err.kind === 'unauthorized') throw new HttpProblem(503, 'provider_unavailable', 'the provider rejected our API key while looking up the delivery');
       throw new HttpProblem(503, 'provider_unavailable', 'the provider is unavailable to look up the delivery');
     }
+    if (!reference) noReference.add(deliveryId);
     if (!reference) throw new HttpProblem(503, 'no_reference', 'the delivery has no reference number, so no workflow to route to');
     return reference;
   }
@@ -126,7 +157,10 @@ export function createWebhookHandler(o: WebhookHandlerOptions) {
     }
   }
 
-  return { handle, sizes: { referenceCache: () => references.size, deliveredEvents: () => delivered.size } };
+  return {
+    handle,
+    sizes: { referenceCache: () => references.size, deliveredEvents: () => delivered.size, unknownDeliveries: () => unknownDeliveries.size + noReference.size, closedWorkflows: () => closedWorkflows.size },
+  };
 }
 
 function toStatusChange(event: WebhookEvent): StatusChange {

@@ -36,6 +36,7 @@ import {
   approveQuoteUpdate,
   rejectQuoteUpdate,
   statusQuery,
+  timelineTotal,
   updateDeliveryUpdate,
   type CarriedQuote,
   type DeliveryOrder,
@@ -271,16 +272,17 @@ export class DeliveryClient {
     for (;;) {
       if (signal?.aborted) return;
       const state = await this.getStatus(reference);
-      if (state.timeline.length > seen || state.phase !== lastPhase) {
-        yield { state, changes: state.timeline.slice(seen) };
-        seen = state.timeline.length;
+      // Positions count dropped entries too: the timeline keeps only its newest entries.
+      if (timelineTotal(state) > seen || state.phase !== lastPhase) {
+        yield { state, changes: newSince(state, seen) };
+        seen = timelineTotal(state);
         lastPhase = state.phase;
       }
       if (state.phase === 'ended') return;
       const description = await this.temporal.workflow.getHandle(deliveryWorkflowId(reference)).describe();
       if (description.status.name !== 'RUNNING') {
         const final = await this.getStatus(reference);
-        if (final.timeline.length > seen) yield { state: final, changes: final.timeline.slice(seen) };
+        if (timelineTotal(final) > seen) yield { state: final, changes: newSince(final, seen) };
         return;
       }
       await sleep(intervalMs, signal);
@@ -368,4 +370,9 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
       resolve();
     });
   });
+}
+
+/** The timeline entries after position `seen` that the state still holds. */
+function newSince(state: DeliveryState, seen: number): DeliveryState['timeline'] {
+  return state.timeline.slice(Math.max(0, seen - (state.timelineDropped?.count ?? 0)));
 }

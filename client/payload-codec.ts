@@ -13,7 +13,9 @@ import { join } from 'node:path';
 import { METADATA_ENCODING_KEY, type Payload, type PayloadCodec } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { z } from 'zod';
+import { isLoopbackHost } from '../provider/http-guard';
 import { parseEnv } from '../provider/validation';
+import { temporalSettingsFromEnv } from './temporal-config';
 
 export const ENCRYPTED_ENCODING = 'binary/encrypted';
 const KEY_ID_METADATA = 'encryption-key-id';
@@ -61,7 +63,7 @@ export class AesGcmPayloadCodec implements PayloadCodec {
       if (Buffer.from(payload.metadata?.[METADATA_ENCODING_KEY] ?? []).toString() !== ENCRYPTED_ENCODING) return payload;
       const keyId = Buffer.from(payload.metadata?.[KEY_ID_METADATA] ?? []).toString();
       const key = this.keys.get(keyId);
-      if (!key) throw new Error(`no payload key with id "${keyId}" is configured (DELIVERY_PAYLOAD_KEYS); cannot decrypt`);
+      if (!key) throw new Error(`no payload key with id "${keyId}" is configured (DELIVERY_PAYLOAD_KEYS has ${[...this.keys.keys()].map((k) => `"${k}"`).join(', ')}); cannot decrypt`);
       const data = Buffer.from(payload.data ?? []);
       if (data.length < IV_BYTES + TAG_BYTES) throw new Error('encrypted payload is too short');
       const decipher = createDecipheriv('aes-256-gcm', key, data.subarray(0, IV_BYTES));
@@ -90,18 +92,50 @@ const KeyListSchema = z.object({
     .optional(),
 });
 
-/** Where `npm start` keeps the local stack's key; used when DELIVERY_PAYLOAD_KEYS is not set. */
+/** Where `npm start` keeps the local stack's key; used when nothing else is configured and Temporal is the local one. */
 export const LOCAL_STACK_KEYS_FILE = join(__dirname, '..', '.data', 'payload-keys');
 
 /**
+ * Whether the resolved Temporal connection (TEMPORAL_ADDRESS, or TEMPORAL_PROFILE and the config
+ * file, through envconfig) is the local stack's: a loopback address without TLS or API key. A
+ * profile pointing at a remote cluster is not, whatever TEMPORAL_ADDRESS says (it is unset).
+ */
+export function talksToLocalStack(env: NodeJS.ProcessEnv = process.env): boolean {
+  let settings;
+  try {
+    settings = temporalSettingsFromEnv(env);
+  } catch {
+    return false; // a broken configuration is reported where the connection is made
+  }
+  const host = settings.address.replace(/:\d+$/, '');
+  return isLoopbackHost(host) && !settings.connectionOptions.tls && !settings.connectionOptions.apiKey;
+}
+
+/**
+ * The keys from the environment: DELIVERY_PAYLOAD_KEYS, else the file named by
+ * DELIVERY_PAYLOAD_KEYS_FILE (a mounted secret, e.g. in docker-compose), else the local stack's
+ * file when Temporal is the local stack.
+ */
+function configuredKeys(env: NodeJS.ProcessEnv): string | undefined {
+  if (env.DELIVERY_PAYLOAD_KEYS) return env.DELIVERY_PAYLOAD_KEYS;
+  if (env.DELIVERY_PAYLOAD_KEYS_FILE) {
+    try {
+      return readFileSync(env.DELIVERY_PAYLOAD_KEYS_FILE, 'utf8').trim();
+    } catch (err) {
+      throw new Error(`DELIVERY_PAYLOAD_KEYS_FILE: cannot read ${env.DELIVERY_PAYLOAD_KEYS_FILE} (${(err as NodeJS.ErrnoException).code ?? 'error'})`, { cause: err });
+    }
+  }
+  if (existsSync(LOCAL_STACK_KEYS_FILE) && talksToLocalStack(env)) return readFileSync(LOCAL_STACK_KEYS_FILE, 'utf8').trim();
+  return undefined;
+}
+
+/**
  * The codec configured in the environment; undefined means no encryption. With nothing
- * configured at all (neither keys nor TEMPORAL_ADDRESS), the library and CLI talk to the local
- * stack, so they use the key `npm start` made for it, if there is one.
+ * configured and Temporal the local stack's, the library and CLI use the key `npm start` made
+ * for it, if there is one.
  */
 export function payloadCodecFromEnv(env: NodeJS.ProcessEnv = process.env): AesGcmPayloadCodec | undefined {
-  const talksToLocalStack = !env.DELIVERY_PAYLOAD_KEYS && !env.TEMPORAL_ADDRESS;
-  const local = talksToLocalStack && existsSync(LOCAL_STACK_KEYS_FILE) ? readFileSync(LOCAL_STACK_KEYS_FILE, 'utf8').trim() : undefined;
-  const { DELIVERY_PAYLOAD_KEYS: keys } = parseEnv(KeyListSchema, { DELIVERY_PAYLOAD_KEYS: env.DELIVERY_PAYLOAD_KEYS || local }, 'payload encryption configuration');
+  const { DELIVERY_PAYLOAD_KEYS: keys } = parseEnv(KeyListSchema, { DELIVERY_PAYLOAD_KEYS: configuredKeys(env) }, 'payload encryption configuration');
   if (!keys) return undefined;
   return new AesGcmPayloadCodec(
     keys.map((entry) => {
@@ -111,10 +145,35 @@ export function payloadCodecFromEnv(env: NodeJS.ProcessEnv = process.env): AesGc
   );
 }
 
-/** `dataConverter` option for clients and workers: encryption when keys are configured. */
-export function dataConverterFromEnv(env: NodeJS.ProcessEnv = process.env): { payloadCodecs: PayloadCodec[] } | undefined {
+/**
+ * Without keys: plain payloads pass, and an encrypted one fails with an error naming its key id
+ * (instead of the payload converter's "unknown encoding").
+ */
+export class NoKeysPayloadCodec implements PayloadCodec {
+  async encode(payloads: Payload[]): Promise<Payload[]> {
+    return payloads;
+  }
+
+  async decode(payloads: Payload[]): Promise<Payload[]> {
+    for (const payload of payloads) {
+      if (Buffer.from(payload.metadata?.[METADATA_ENCODING_KEY] ?? []).toString() !== ENCRYPTED_ENCODING) continue;
+      const keyId = Buffer.from(payload.metadata?.[KEY_ID_METADATA] ?? []).toString();
+      throw new Error(`this payload is encrypted with payload key "${keyId}", but no payload keys are configured (set DELIVERY_PAYLOAD_KEYS or DELIVERY_PAYLOAD_KEYS_FILE to keys that include "${keyId}")`);
+    }
+    return payloads;
+  }
+}
+
+/** The module whose `failureConverter` encodes failure messages and stack traces (client/failure-converter.ts). */
+export const FAILURE_CONVERTER_PATH = require.resolve('./failure-converter');
+
+/**
+ * `dataConverter` option for clients and workers: encryption when keys are configured, failure
+ * messages and stack traces included (they may quote personal data).
+ */
+export function dataConverterFromEnv(env: NodeJS.ProcessEnv = process.env): { payloadCodecs: PayloadCodec[]; failureConverterPath?: string } {
   const codec = payloadCodecFromEnv(env);
-  return codec ? { payloadCodecs: [codec] } : undefined;
+  return codec ? { payloadCodecs: [codec], failureConverterPath: FAILURE_CONVERTER_PATH } : { payloadCodecs: [new NoKeysPayloadCodec()] };
 }
 
 if (require.main === module) console.log(generatePayloadKey()); // `npm run -s payload-key`

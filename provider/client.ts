@@ -14,7 +14,9 @@ import {
   RateLimitedError,
   UnauthorizedError,
   ValidationError,
+  capRetryAfter,
   type ProviderError,
+  type RetryAfterCap,
 } from './errors';
 import {
   CreateDeliveryRequestSchema,
@@ -69,7 +71,11 @@ export interface CreatedDelivery {
   replayed: boolean;
 }
 
-export type ProviderClientOptions = Pick<ProviderConfig, 'baseUrl' | 'apiKey'> & Partial<Pick<ProviderConfig, 'timeoutMs' | 'connections'>>;
+export type ProviderClientOptions = Pick<ProviderConfig, 'baseUrl' | 'apiKey'> &
+  Partial<Pick<ProviderConfig, 'timeoutMs' | 'connections'>> & {
+    /** Retry-After is capped where it is parsed, so every consumer waits at most this (provider/errors.ts). */
+    retryAfterCap?: RetryAfterCap;
+  };
 
 const DEFAULT_RETRY_AFTER_MS = 1_000;
 
@@ -80,8 +86,10 @@ export class ProviderClient {
   private readonly authorization: string;
   private readonly apiKey: string;
   private readonly timeoutMs: number;
+  private readonly retryAfterCap: RetryAfterCap | undefined;
 
   constructor(options: ProviderClientOptions) {
+    this.retryAfterCap = options.retryAfterCap;
     const url = new URL(options.baseUrl);
     this.origin = url.origin;
     this.basePath = url.pathname.replace(/\/+$/, '');
@@ -228,7 +236,7 @@ export class ProviderClient {
       case status === 409:
         return new ConflictError(message, init);
       case status === 429:
-        return new RateLimitedError(message, retryAfterMs(headers), init);
+        return new RateLimitedError(message, capRetryAfter(retryAfterMs(headers), what, this.retryAfterCap), init);
       case status === 400 || status === 413 || status === 415 || status === 422:
         return new ValidationError(message, init);
       case status >= 500:

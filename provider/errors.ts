@@ -94,3 +94,27 @@ export class ContractViolationError extends ProviderError {
 export function isProviderError(e: unknown): e is ProviderError {
   return e instanceof ProviderError;
 }
+
+/**
+ * The longest wait a 429 may impose: the longest rolling window of the contract (quotes, 10
+ * minutes). A provider that asks for more (by mistake, or a hostile or broken proxy) would
+ * otherwise pause a whole call family for that long.
+ */
+export const DEFAULT_RETRY_AFTER_CAP_MS = 10 * 60_000;
+
+export interface RetryAfterCap {
+  maxMs: number;
+  /** Told each time the cap applies (the worker and the bridge log a line and count a metric). */
+  onCapped?: (event: { call: string; askedMs: number; cappedMs: number }) => void;
+}
+
+/** The provider's Retry-After, no longer than the cap. */
+export function capRetryAfter(askedMs: number, call: string, cap: RetryAfterCap = { maxMs: DEFAULT_RETRY_AFTER_CAP_MS }): number {
+  if (askedMs <= cap.maxMs) return askedMs;
+  try {
+    cap.onCapped?.({ call, askedMs, cappedMs: cap.maxMs });
+  } catch {
+    // Reporting must not change the answer.
+  }
+  return cap.maxMs;
+}

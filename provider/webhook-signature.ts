@@ -4,7 +4,7 @@
  * The simulator signs with this; the bridge verifies with it. Tests check both against the
  * independent `standardwebhooks` package.
  */
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
 import { WEBHOOK_TOLERANCE_MS } from './limits';
 
@@ -14,11 +14,31 @@ export function generateWebhookSecret(): string {
   return SECRET_PREFIX + randomBytes(24).toString('base64');
 }
 
+/** Standard Webhooks: the key behind a secret is 24 to 64 random bytes. */
+export const WEBHOOK_SECRET_MIN_BYTES = 24;
+export const WEBHOOK_SECRET_MAX_BYTES = 64;
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+
+/**
+ * The key bytes behind `whsec_<base64>` (the prefix is optional, as in Standard Webhooks).
+ * Strict: canonical base64 only (node's decoder skips junk characters and accepts a truncated
+ * tail, so `whsec_!!AB??` would become a 1-byte key), and 24–64 bytes of key. The error never
+ * quotes the secret.
+ */
 export function secretKey(secret: string): Buffer {
   const b64 = secret.startsWith(SECRET_PREFIX) ? secret.slice(SECRET_PREFIX.length) : secret;
+  if (b64.length === 0 || !BASE64.test(b64)) throw new Error('a webhook secret must be whsec_<base64> (standard base64 alphabet, padded, nothing else)');
   const key = Buffer.from(b64, 'base64');
-  if (key.length === 0) throw new Error('webhook secret is empty or not base64 (expected whsec_<base64>)');
+  if (key.toString('base64') !== b64) throw new Error('a webhook secret must be canonical base64');
+  if (key.length < WEBHOOK_SECRET_MIN_BYTES || key.length > WEBHOOK_SECRET_MAX_BYTES) {
+    throw new Error(`a webhook secret must hold ${WEBHOOK_SECRET_MIN_BYTES} to ${WEBHOOK_SECRET_MAX_BYTES} bytes of key, this one holds ${key.length}`);
+  }
   return key;
+}
+
+/** A short, non-reversible name of a secret for pages and logs: 12 hex digits of its SHA-256. */
+export function secretFingerprint(secret: string): string {
+  return `sha256:${createHash('sha256').update(secret).digest('hex').slice(0, 12)}`;
 }
 
 function hmac(key: Buffer, id: string, timestampSeconds: number, body: Buffer | string): Buffer {
@@ -70,14 +90,11 @@ export function verifyWebhook(
   return { ok: false, reason: 'no_matching_signature' };
 }
 
-/** A webhook secret as configuration accepts it: `whsec_<base64>` with a non-empty key. */
-export const WebhookSecretSchema = z.string().refine(
-  (s) => {
-    try {
-      return secretKey(s).length > 0;
-    } catch {
-      return false;
-    }
-  },
-  { message: 'must be whsec_<base64>' },
-);
+/** A webhook secret as configuration accepts it: `whsec_<canonical base64 of 24–64 bytes>`. */
+export const WebhookSecretSchema = z.string().superRefine((s, ctx) => {
+  try {
+    secretKey(s);
+  } catch (err) {
+    ctx.addIssue({ code: 'custom', message: (err as Error).message });
+  }
+});

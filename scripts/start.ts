@@ -13,7 +13,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { generatePayloadKey, LOCAL_STACK_KEYS_FILE } from '../client/payload-codec';
-import { generateWebhookSecret } from '../provider/webhook-signature';
+import { parseEnv } from '../provider/validation';
+import { generateWebhookSecret, secretFingerprint, WebhookSecretSchema } from '../provider/webhook-signature';
+import { z } from 'zod';
 import { ensureTemporalCli } from './temporal-cli';
 import { startDevServer, stopProcess, type DevServer } from './temporal-dev-server';
 
@@ -23,6 +25,7 @@ const TEMPORAL_PORT = Number(process.env.TEMPORAL_PORT ?? 7233);
 const TEMPORAL_UI_PORT = Number(process.env.TEMPORAL_UI_PORT ?? 8233);
 const SIMULATOR_URL = 'http://127.0.0.1:4010';
 const BRIDGE_URL = 'http://127.0.0.1:8080';
+const BRIDGE_ADMIN_URL = 'http://127.0.0.1:8081';
 const CODEC_URL = 'http://127.0.0.1:8234';
 
 const children: { name: string; process: ChildProcess }[] = [];
@@ -72,6 +75,20 @@ async function shutdown(code: number): Promise<void> {
   process.exit(code);
 }
 
+/** The secrets from DELIVERY_WEBHOOK_SECRETS (checked like the bridge does), or the local file's. */
+function webhookSecrets(): { secrets: string[]; source: string } {
+  if (process.env.DELIVERY_WEBHOOK_SECRETS?.trim()) {
+    const schema = z.object({ DELIVERY_WEBHOOK_SECRETS: z.string().transform((v) => v.split(/[\s,]+/).filter(Boolean)).pipe(z.array(WebhookSecretSchema).min(1)) });
+    return { secrets: parseEnv(schema, process.env, 'webhook secrets').DELIVERY_WEBHOOK_SECRETS, source: 'from DELIVERY_WEBHOOK_SECRETS' };
+  }
+  const secretFile = join(dataDir, 'webhook-secret');
+  if (!existsSync(secretFile)) writeFileSync(secretFile, generateWebhookSecret(), { mode: 0o600 });
+  const secret = readFileSync(secretFile, 'utf8').trim();
+  const checked = WebhookSecretSchema.safeParse(secret);
+  if (!checked.success) throw new Error(`${secretFile}: ${checked.error.issues[0]?.message ?? 'not a webhook secret'}; delete the file to have a new one made`);
+  return { secrets: [secret], source: `from ${secretFile}` };
+}
+
 async function main(): Promise<void> {
   process.on('SIGINT', () => void shutdown(0));
   process.on('SIGTERM', () => void shutdown(0));
@@ -92,11 +109,12 @@ async function main(): Promise<void> {
     extraArgs: ['--ui-codec-endpoint', CODEC_URL],
   });
 
-  // The local sandbox's signing secret, kept with the data so webhooks still being retried
-  // after a restart keep verifying. Never printed.
-  const secretFile = join(dataDir, 'webhook-secret');
-  if (!existsSync(secretFile)) writeFileSync(secretFile, generateWebhookSecret(), { mode: 0o600 });
-  const webhookSecret = readFileSync(secretFile, 'utf8').trim();
+  // The signing secret(s): DELIVERY_WEBHOOK_SECRETS when set (the simulator signs with the
+  // first, the bridge accepts them all), else the local sandbox's, kept with the data so webhooks
+  // still being retried after a restart keep verifying. Named by fingerprint, never printed.
+  const webhook = webhookSecrets();
+  log(`webhook secret: ${webhook.source}, fingerprint ${secretFingerprint(webhook.secrets[0]!)}${webhook.secrets.length > 1 ? ` (+${webhook.secrets.length - 1} more accepted by the bridge)` : ''}`);
+  const webhookSecret = webhook.secrets[0]!;
   const temporalEnv = { TEMPORAL_ADDRESS: devServer.address, TEMPORAL_NAMESPACE: devServer.namespace, DELIVERY_PAYLOAD_KEYS: payloadKeys };
 
   await runService(
@@ -113,7 +131,7 @@ async function main(): Promise<void> {
   );
   await Promise.all([
     runService('worker', 'worker/main.ts', { ...temporalEnv, DELIVERY_API_URL: SIMULATOR_URL }, /^worker: task queue/),
-    runService('bridge', 'bridge/main.ts', { ...temporalEnv, DELIVERY_API_URL: SIMULATOR_URL, DELIVERY_WEBHOOK_SECRETS: webhookSecret }, /^bridge: listening/),
+    runService('bridge', 'bridge/main.ts', { ...temporalEnv, DELIVERY_API_URL: SIMULATOR_URL, DELIVERY_WEBHOOK_SECRETS: webhook.secrets.join(',') }, /^bridge: listening/),
     runService('codec', 'client/codec-server.ts', { DELIVERY_PAYLOAD_KEYS: payloadKeys, CODEC_ALLOWED_ORIGIN: devServer.uiUrl }, /^codec: listening/),
   ]);
 
@@ -122,7 +140,7 @@ async function main(): Promise<void> {
   log(`  Temporal         ${devServer.address} (namespace ${devServer.namespace})`);
   log(`  Temporal Web UI  ${devServer.uiUrl}`);
   log(`  provider sandbox ${SIMULATOR_URL} (API key: sandbox-key; dashboard ${SIMULATOR_URL}/_sim)`);
-  log(`  webhook bridge   ${BRIDGE_URL}/webhooks/delivery`);
+  log(`  webhook bridge   ${BRIDGE_URL}/webhooks/delivery (recent webhooks and metrics: ${BRIDGE_ADMIN_URL}/, loopback only)`);
   log(`  codec endpoint   ${CODEC_URL} (the Web UI decrypts payloads through it)`);
   log('try, in another terminal:');
   log('  npx delivery create --reference DEMO-1 --order docs/examples/order.json --watch');

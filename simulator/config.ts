@@ -30,6 +30,8 @@ const EnvSchema = z
     SIMULATOR_WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(1).max(600_000).default(10_000),
     /** Keep deliveries, orders, idempotency keys and pending work in this JSON file across restarts. */
     SIMULATOR_STATE_FILE: z.string().min(1).optional(),
+    /** Host names accepted besides loopback (`name` or `name:port`, comma-separated), e.g. a compose service name. */
+    SIMULATOR_ALLOWED_HOSTS: z.string().default(''),
   })
   .refine((e) => e.SIMULATOR_WEBHOOK_URL === undefined || e.SIMULATOR_WEBHOOK_SECRET !== undefined, {
     message: 'is required when SIMULATOR_WEBHOOK_URL is set',
@@ -65,6 +67,7 @@ export function simulatorConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Si
       rateLimits,
       webhookTimeoutMs: e.SIMULATOR_WEBHOOK_TIMEOUT_MS,
       stateFile: e.SIMULATOR_STATE_FILE,
+      ...(e.SIMULATOR_ALLOWED_HOSTS.trim() ? { allowedHosts: e.SIMULATOR_ALLOWED_HOSTS.split(',').map((h) => h.trim()).filter(Boolean) } : {}),
     },
   };
 }

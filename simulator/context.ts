@@ -33,6 +33,8 @@ export interface SimContext {
   readonly requests: CappedLog<RequestLogEntry>;
   faults: Faults;
   random: () => number;
+  /** Delivery id → how many of its next GET /v1/deliveries/{id} answer 503 (fault injection, cleared by reset). */
+  failReads: Map<string, number>;
   /** Base of tracking links; the listen URL unless configured. */
   publicBaseUrl: string;
   /** Clears everything: records, windows, logs, webhook endpoint; faults back to defaults. */

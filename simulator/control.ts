@@ -1,11 +1,14 @@
 /**
  * The /_sim control API: a local test tool with NO authentication. It can read every key's
  * data and rewrite any delivery, so it must never be reachable from outside the machine (the
- * simulator binds 127.0.0.1 by default for this reason). Not rate limited, not in the request log.
+ * simulator binds 127.0.0.1 by default for this reason), and the server lets through only
+ * requests with its own Host, no foreign Origin, and JSON on every POST/PUT (provider/http-guard.ts),
+ * so no web page can drive it or read it. It never returns the webhook secret, only its
+ * fingerprint. Not rate limited, not in the request log.
  */
 import { z } from 'zod';
 import { fieldIssues } from '../provider/validation';
-import { generateWebhookSecret, WebhookSecretSchema } from '../provider/webhook-signature';
+import { secretFingerprint, WebhookSecretSchema } from '../provider/webhook-signature';
 import type { SimContext } from './context';
 import { dashboardPage } from './dashboard';
 import { FaultsPatchSchema, mergeFaults } from './faults';
@@ -27,12 +30,14 @@ const AdvanceSchema = z
   })
   .strict();
 
+/** The caller chooses the secret: it is never shown again, so one made up here would be of no use. */
 const WebhookEndpointSchema = z
   .object({
     url: z.url({ protocol: /^https?$/, message: 'must be an http(s) URL' }).nullable(),
     secret: WebhookSecretSchema.optional(),
   })
-  .strict();
+  .strict()
+  .refine((b) => b.url === null || b.secret !== undefined, { message: 'is required with a url (whsec_<base64 of 24-64 bytes>)', path: ['secret'] });
 
 function sinceParams(query: URLSearchParams): { since: number; limit: number } {
   const since = Number(query.get('since') ?? 0);
@@ -60,13 +65,16 @@ const advance: Handler = (ctx, { params, body }) => {
   return { status: 200, body: sd.record };
 };
 
-const endpointView = (ctx: SimContext) => ({ url: ctx.webhooks.endpoint?.url ?? null, secret: ctx.webhooks.endpoint?.secret ?? null });
+const endpointView = (ctx: SimContext) => {
+  const e = ctx.webhooks.endpoint;
+  return { url: e?.url ?? null, secret_fingerprint: e ? secretFingerprint(e.secret) : null };
+};
 
 const setWebhookEndpoint: Handler = (ctx, { body }) => {
   const parsed = WebhookEndpointSchema.safeParse(body);
   if (!parsed.success) return validationReply(fieldIssues(parsed.error));
   const { url, secret } = parsed.data;
-  ctx.webhooks.endpoint = url === null ? null : { url, secret: secret ?? generateWebhookSecret() };
+  ctx.webhooks.endpoint = url === null || secret === undefined ? null : { url, secret };
   return { status: 200, body: endpointView(ctx) };
 };
 
@@ -94,6 +102,18 @@ const deliveries: Handler = (ctx) => ({
   body: { data: ctx.store.all().map((sd) => ({ key_fingerprint: sd.fingerprint, delivery: sd.record, order: sd.order })) },
 });
 
+const FailReadsSchema = z.object({ count: z.number().int().min(0).max(1_000) }).strict();
+
+/** The next `count` reads of one delivery answer 503: a provider that cannot serve it for a while. */
+const failReads: Handler = (ctx, { params, body }) => {
+  const id = params[0] ?? '';
+  if (!ctx.store.anyDelivery(id)) return errorReply(404, 'not_found', `no delivery with id ${id}`);
+  const parsed = FailReadsSchema.safeParse(body);
+  if (!parsed.success) return validationReply(fieldIssues(parsed.error));
+  ctx.failReads.set(id, parsed.data.count);
+  return { status: 200, body: { delivery_id: id, failing_reads: parsed.data.count } };
+};
+
 const reset: Handler = (ctx) => {
   ctx.reset();
   return { status: 200, body: { reset: true, faults: ctx.faults } };
@@ -105,6 +125,7 @@ export const CONTROL_ROUTES: readonly RouteTable<ControlEndpoint>[] = [
   { pattern: /^\/_sim\/?$/, methods: { GET: json('none', (ctx) => ({ status: 200, html: dashboardPage(ctx) })) } },
   { pattern: /^\/_sim\/deliveries$/, methods: { GET: json('none', deliveries) } },
   { pattern: /^\/_sim\/deliveries\/([^/]+)\/advance$/, methods: { POST: json('optional', advance) } },
+  { pattern: /^\/_sim\/deliveries\/([^/]+)\/fail-reads$/, methods: { POST: json('json', failReads) } },
   { pattern: /^\/_sim\/webhook-endpoint$/, methods: { PUT: json('json', setWebhookEndpoint), GET: json('none', (ctx) => ({ status: 200, body: endpointView(ctx) })) } },
   { pattern: /^\/_sim\/faults$/, methods: { POST: json('optional', setFaults), GET: json('none', (ctx) => ({ status: 200, body: ctx.faults })) } },
   { pattern: /^\/_sim\/requests$/, methods: { GET: json('none', requests) } },

@@ -19,7 +19,7 @@ export interface Reply {
 }
 
 /** An error answer. Codes come from ERROR_CODES except the simulator's `method_not_allowed`. */
-export function errorReply(status: number, code: ErrorCode | 'method_not_allowed', message: string, details?: FieldIssue[]): Reply {
+export function errorReply(status: number, code: ErrorCode | 'method_not_allowed' | 'host_not_allowed' | 'origin_not_allowed', message: string, details?: FieldIssue[]): Reply {
   const body: ErrorBody = { error: { code, message, ...(details && details.length > 0 ? { details } : {}) } };
   return { status, body };
 }

@@ -4,6 +4,13 @@
  * demos and benchmarks, so every path is bounded in cost and every failure becomes an answer
  * (500 internal_error at worst) rather than a crash.
  *
+ * Every request first passes the browser guard (provider/http-guard.ts): its own Host names
+ * only (loopback with its port, the public base URL's host, SIMULATOR_ALLOWED_HOSTS), no
+ * foreign Origin; /_sim also takes JSON only on POST/PUT. The /v1 API needs a key and is called
+ * by servers, but the sandbox key is public, so Host and Origin are checked there too (a
+ * DNS-rebinding page could otherwise read deliveries with it); its content-type rules are the
+ * contract's (bodiless POSTs such as cancel stay valid).
+ *
  * Request path for /v1: fault 503 (not counted) → auth 401 → route → rate window (429, not
  * counted; everything answered after this point counts, 404/405/4xx and idempotent replays
  * included) → body rules 413/415/400 → handler → optional fault latency → answer → request log.
@@ -21,7 +28,9 @@ import type { RequestLogEntry, SimContext } from './context';
 import { CONTROL_ROUTES, type ControlEndpoint } from './control';
 import { trackingPage } from './dashboard';
 import { DEFAULT_FAULTS, type Faults, mergeFaults, roll, seededRandom } from './faults';
-import { errorReply, matchRoute, type Reply, type RouteTable, takeBody, writeReply } from './http-util';
+import { checkRequest, type HttpGuard, originsOf, ownHosts } from '../provider/http-guard';
+import { secretKey } from '../provider/webhook-signature';
+import { announcesBody, errorReply, matchRoute, type Reply, type RouteTable, takeBody, writeReply } from './http-util';
 import { readStateFile, SAVED_FINISHED_EVENTS, STATE_FORMAT, STATE_VERSION, type StateFile, StatePersister } from './persistence';
 import { retryAfterHeaders, RollingWindowLimiter } from './rate-limiter';
 import { Store } from './store';
@@ -67,6 +76,11 @@ export interface SimulatorOptions {
   stateFile?: string;
   /** Real ms between saves of a changed state (default 1000). */
   stateSaveIntervalMs?: number;
+  /**
+   * Host names accepted besides the loopback names (`name` or `name:port`), e.g. the compose
+   * service name `simulator:4010`. The public base URL's host is always accepted.
+   */
+  allowedHosts?: readonly string[];
 }
 
 export interface Simulator {
@@ -82,6 +96,8 @@ export interface Simulator {
   setWebhookEndpoint(endpoint: WebhookEndpoint | null): void;
   setFaults(patch: Partial<Faults>): Faults;
   readonly faults: Faults;
+  /** The next `count` GET /v1/deliveries/{id} of this delivery answer 503 (like POST /_sim/deliveries/{id}/fail-reads). */
+  failReads(deliveryId: string, count: number): void;
   reset(): void;
   deliveries(): { key_fingerprint: string; delivery: DeliveryRecord; order: OrderRecord }[];
   requestLog(since?: number): (RequestLogEntry & { index: number })[];
@@ -109,6 +125,8 @@ function hostForUrl(host: string): string {
 }
 
 export function createSimulator(options: SimulatorOptions = {}): Simulator {
+  // A weak or malformed signing secret stops the start, with the reason (never the secret).
+  if (options.webhook) secretKey(options.webhook.secret);
   const now = options.clock ?? systemClock;
   const scale = new TimeScale(options.timeScale ?? 1);
   const onError = options.onError ?? ((m: string) => console.error(`[simulator] ${m}`));
@@ -142,6 +160,7 @@ export function createSimulator(options: SimulatorOptions = {}): Simulator {
   const auto = new AutoAdvancer(scale.real(options.autoAdvanceMs ?? 0), (sd) => lifecycle.step(sd), onError);
   const requests = new CappedLog<RequestLogEntry>(logCap);
   let url: string | undefined;
+  let guard: HttpGuard = { hosts: new Set(), origins: new Set() };
 
   const reset = () => {
     auto.clear();
@@ -152,6 +171,7 @@ export function createSimulator(options: SimulatorOptions = {}): Simulator {
     webhooks.endpoint = options.webhook ?? null;
     ctx.faults = { ...initialFaults };
     ctx.random = seededRandom(seed);
+    ctx.failReads.clear();
     restoredAutoAt.clear();
     persister?.markDirty();
   };
@@ -167,6 +187,7 @@ export function createSimulator(options: SimulatorOptions = {}): Simulator {
     requests,
     faults: { ...initialFaults },
     random: seededRandom(seed),
+    failReads: new Map<string, number>(),
     publicBaseUrl: (options.publicBaseUrl ?? `http://${DEFAULT_HOST}:${DEFAULT_PORT}`).replace(/\/+$/, ''),
     reset,
   });
@@ -256,6 +277,12 @@ export function createSimulator(options: SimulatorOptions = {}): Simulator {
     if (!auth.ok) return { ...errorReply(401, 'unauthorized', auth.message), headers: { 'www-authenticate': 'Bearer' } };
 
     const route = matchRoute<ApiEndpoint>(API_ROUTES, method, u.pathname);
+    const readFault = ctx.failReads.size > 0 && method === 'GET' && route.kind === 'found' ? /^\/v1\/deliveries\/([^/]+)$/.exec(u.pathname)?.[1] : undefined;
+    const failing = readFault === undefined ? 0 : (ctx.failReads.get(readFault) ?? 0);
+    if (failing > 0) {
+      ctx.failReads.set(readFault!, failing - 1);
+      return errorReply(503, 'service_unavailable', 'injected fault: this delivery cannot be read right now');
+    }
     const decision = limiter.tryAcquire(auth.caller.scope, route.kind === 'found' ? route.endpoint.family : 'other');
     if (!decision.allowed) {
       return { ...errorReply(429, 'rate_limited', 'rate limit exceeded; retry after the Retry-After header'), headers: retryAfterHeaders(decision.retryAfterMs) };
@@ -345,7 +372,13 @@ export function createSimulator(options: SimulatorOptions = {}): Simulator {
       return;
     }
     const p = u.pathname;
-    if (p === '/v1' || p.startsWith('/v1/')) return serveApi(req, res, method, u);
+    const isApi = p === '/v1' || p.startsWith('/v1/');
+    const verdict = checkRequest(req, guard, !isApi);
+    if (!verdict.ok) {
+      writeReply(req, res, { ...errorReply(verdict.status, verdict.code, verdict.message), closeConnection: announcesBody(req) });
+      return;
+    }
+    if (isApi) return serveApi(req, res, method, u);
     if (p === '/_sim' || p.startsWith('/_sim/')) return serveTable(req, res, CONTROL_ROUTES, method, u);
     return serveTable(req, res, PUBLIC_ROUTES, method, u);
   }
@@ -371,6 +404,10 @@ export function createSimulator(options: SimulatorOptions = {}): Simulator {
           const addr = server.address() as AddressInfo;
           url = `http://${hostForUrl(host)}:${addr.port}`;
           if (options.publicBaseUrl === undefined) ctx.publicBaseUrl = url;
+          const publicHost = new URL(ctx.publicBaseUrl).host;
+          const hosts = ownHosts(addr.port, host, options.allowedHosts);
+          hosts.add(publicHost.toLowerCase());
+          guard = { hosts, origins: originsOf(hosts) };
           resume();
           resolve({ url });
         });
@@ -415,6 +452,9 @@ export function createSimulator(options: SimulatorOptions = {}): Simulator {
     },
     get faults() {
       return ctx.faults;
+    },
+    failReads(deliveryId, count) {
+      ctx.failReads.set(deliveryId, count);
     },
     reset,
     deliveries: () => store.all().map((sd) => ({ key_fingerprint: sd.fingerprint, delivery: sd.record, order: sd.order })),

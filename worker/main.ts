@@ -65,7 +65,19 @@ async function main(): Promise<void> {
   installRuntime(env);
   const temporal = temporalSettingsFromEnv();
   const provider = providerConfigFromEnv();
-  const client = new ProviderClient(provider);
+  // A Retry-After over the cap is cut to it where it is parsed; say so, and count it (exported
+  // with the runtime's metrics as delivery_provider_retry_after_capped).
+  const capped = Runtime.instance().metricMeter.createCounter('delivery_provider_retry_after_capped', 'responses', 'Provider 429 answers whose Retry-After was over DELIVERY_API_RETRY_AFTER_CAP_MS and was cut to it.');
+  const client = new ProviderClient({
+    ...provider,
+    retryAfterCap: {
+      maxMs: provider.retryAfterCapMs,
+      onCapped: (e) => {
+        capped.add(1);
+        process.stdout.write(JSON.stringify({ time: new Date().toISOString(), level: 'WARN', msg: 'provider Retry-After capped', call: e.call, asked_ms: e.askedMs, capped_ms: e.cappedMs }) + '\n');
+      },
+    },
+  });
   const pacing = pacingSettingsFromEnv();
   const connection = await NativeConnection.connect(temporal.connectionOptions as NativeConnectionOptions);
   const dataConverter = dataConverterFromEnv();

@@ -9,6 +9,7 @@
  * Temporal's rate limit of (limit - 1) / window. The other calls always use the task-queue limit.
  */
 import type { DataConverter } from '@temporalio/common';
+import { FAILURE_CONVERTER_PATH } from '../client/payload-codec';
 import { bundleWorkflowCode, Worker, type NativeConnection, type WorkflowBundle, type WorkflowBundleOption } from '@temporalio/worker';
 import type { Client } from '@temporalio/client';
 import { createGateActivities, startGate } from '../activities/gate-activities';
@@ -141,6 +142,9 @@ export function bundleWorkflows(): Promise<WorkflowBundle> {
   const quiet = () => undefined;
   return bundleWorkflowCode({
     workflowsPath: require.resolve('../workflows'),
+    // Workflow failures (and the activity failures they carry as causes) are encoded too, so the
+    // payload codec encrypts their messages; harmless without a codec.
+    failureConverterPath: FAILURE_CONVERTER_PATH,
     logger: { trace: quiet, debug: quiet, info: quiet, log: quiet, warn: (m: string) => console.warn(m), error: (m: string) => console.error(m) },
   });
 }

@@ -253,7 +253,8 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
       if (CancellationScope.current().consideredCancelled) throw new CancelledFailure('cancellation requested while the delivery was being created');
       await followWithReconciliation();
       // Webhooks may arrive out of order: the delivery's end can overtake a destination's.
-      if (state.destinations.some((d) => !isTerminalDestination(d.status))) await reconcile('the delivery ended with destinations still open');
+      // Their own webhooks would now find the workflow closed, so this last read must succeed.
+      if (state.destinations.some((d) => !isTerminalDestination(d.status))) await reconcile('the delivery ended with destinations still open', true);
     } catch (err) {
       if (!isCancellation(err)) throw err;
       await cancelAtProvider(err);
@@ -313,16 +314,23 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
     return ids.length ? { at, ids } : undefined;
   }
 
-  async function reconcile(reason: string): Promise<void> {
+  /**
+   * Reads the delivery and applies the provider's truth. A follow-up read gives up after a while
+   * (the next check tries again; webhooks keep applying meanwhile). The last read of an ended
+   * delivery (`untilRead`) has no next check: it retries under the provider-call policy (1 s
+   * doubling to one attempt a minute) until the provider answers, so every destination ends in
+   * the provider's state; only a failure that no retry can mend (a revoked key, an unknown
+   * delivery) ends it, noted in the timeline.
+   */
+  async function reconcile(reason: string, untilRead = false): Promise<void> {
     tracker.note(now(), `reconciling: ${reason}`);
     try {
-      // Gives up after a while (the next check tries again; webhooks keep applying meanwhile).
-      const options = act.labelled('other', `reconcile: ${reason}`, { scheduleToCloseTimeout: '5 minutes' });
+      const options = act.labelled('other', `reconcile: ${reason}`, untilRead ? {} : { scheduleToCloseTimeout: '5 minutes' });
       const record = await act.other.getDelivery.executeWithOptions(options, [state.deliveryId!]);
       takeRecord(record, 'reconciliation');
     } catch (err) {
       if (isCancellation(err)) throw err;
-      tracker.note(now(), `reconciliation read failed (${(err as Error).message}); will try again`);
+      tracker.note(now(), untilRead ? `the last reconciliation read failed for good (${(err as Error).message})` : `reconciliation read failed (${(err as Error).message}); will try again`);
     }
   }
 

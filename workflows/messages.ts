@@ -108,7 +108,20 @@ export interface DeliveryState {
   price?: Price;
   isFood: boolean;
   cancellation?: CancellationOutcome;
+  /** The newest entries only (TIMELINE_LIMIT in workflows/state.ts); older ones are counted in `timelineDropped`. */
   timeline: TimelineEntry[];
+  /** Entries dropped from the front of the timeline, by source; absent until the first is dropped. */
+  timelineDropped?: TimelineDropped;
+}
+
+export interface TimelineDropped {
+  count: number;
+  bySource: Partial<Record<TimelineEntry['source'], number>>;
+}
+
+/** How many timeline entries a delivery has had in all, dropped ones included (a position for watchers). */
+export function timelineTotal(state: Pick<DeliveryState, 'timeline' | 'timelineDropped'>): number {
+  return (state.timelineDropped?.count ?? 0) + state.timeline.length;
 }
 
 /** What the workflow returns when the delivery has ended. */

@@ -12,6 +12,14 @@ import type { ChangeSource, DeliveryState, DeliveryWorkflowInput, StatusChange, 
 
 export type ChangeOutcome = 'applied' | 'duplicate' | 'stale' | 'other_delivery' | 'unknown_destination';
 
+/**
+ * Timeline entries kept: the newest 200, the older ones only counted (state.timelineDropped).
+ * The timeline travels in every query answer and through continue-as-new; unbounded, one note
+ * per reconciliation grew the carried input to about 2 MB in five hours at the shortest interval.
+ * 200 entries hold every status change of a delivery with many stops and a day of notes.
+ */
+export const TIMELINE_LIMIT = 200;
+
 /** How many webhook event ids are remembered for duplicate detection (bounded memory). */
 export const SEEN_EVENT_IDS_LIMIT = 2_000;
 
@@ -137,6 +145,13 @@ export class DeliveryTracker {
   private push(entry: TimelineEntry): void {
     // Drop undefined fields so the history and query output stay compact.
     const clean = Object.fromEntries(Object.entries(entry).filter(([, v]) => v !== undefined)) as unknown as TimelineEntry;
-    this.state.timeline.push(clean);
+    const timeline = this.state.timeline;
+    timeline.push(clean);
+    while (timeline.length > TIMELINE_LIMIT) {
+      const dropped = timeline.shift()!;
+      const d = (this.state.timelineDropped ??= { count: 0, bySource: {} });
+      d.count++;
+      d.bySource[dropped.source] = (d.bySource[dropped.source] ?? 0) + 1;
+    }
   }
 }

@@ -285,7 +285,7 @@ export class DeliveryProcesses {
     this.current.bridge = await this.group.start({
       name: `bridge#${n}`,
       ...ENTRY.bridge,
-      env: { ...this.env, BRIDGE_HOST: '127.0.0.1', BRIDGE_PORT: String(this.bridgePort), BRIDGE_RETRY_AFTER_SECONDS: '1', ...this.o.bridgeEnv },
+      env: { ...this.env, BRIDGE_HOST: '127.0.0.1', BRIDGE_PORT: String(this.bridgePort), BRIDGE_ADMIN_PORT: '0', BRIDGE_RETRY_AFTER_SECONDS: '1', ...this.o.bridgeEnv },
     });
     return this.current.bridge;
   }
@@ -329,7 +329,8 @@ export class SimulatorControl {
     const res = await fetch(this.url + path, {
       method,
       signal: AbortSignal.timeout(30_000),
-      headers: body === undefined ? undefined : { 'content-type': 'application/json' },
+      // JSON only on state-changing control routes, also without a body.
+      headers: method === 'GET' ? undefined : { 'content-type': 'application/json' },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
     const text = await res.text();

@@ -22,7 +22,10 @@ export interface Stack {
   sim: Simulator;
   simUrl: string;
   bridge: Bridge;
+  /** The webhook listener. */
   bridgeUrl: string;
+  /** The bridge's admin listener (recent webhooks, metrics). */
+  bridgeAdminUrl: string;
   webhookSecret: string;
   workers: RunningWorkers;
   temporal: Client;
@@ -54,6 +57,7 @@ export async function startStack(
   const bridgeProvider = new ProviderClient({ baseUrl: simUrl, apiKey: SANDBOX_KEY, timeoutMs: 5_000 });
   const bridge = createBridge({ temporal, provider: bridgeProvider, secrets: [webhookSecret], retryAfterSeconds: 1, log: o.bridgeLog ?? (() => undefined) });
   const bridgeUrl = await bridge.listen(0, '127.0.0.1');
+  const bridgeAdminUrl = await bridge.listenAdmin(0, '127.0.0.1');
   sim.setWebhookEndpoint({ url: bridgeUrl + WEBHOOK_PATH, secret: webhookSecret });
 
   const deliveries = new DeliveryClient({ temporal, taskQueue: workers.taskQueue, provider: new ProviderClient({ baseUrl: simUrl, apiKey: SANDBOX_KEY }) });
@@ -62,6 +66,7 @@ export async function startStack(
     simUrl,
     bridge,
     bridgeUrl,
+    bridgeAdminUrl,
     webhookSecret,
     workers,
     temporal,

@@ -28,6 +28,8 @@ export interface FuzzTarget {
   deliveryId: string;
   destinationId: string;
   dispatcher: Dispatcher;
+  /** The bridge's admin listener (loopback): fuzzed with own and foreign Host and Origin values. */
+  adminPort?: number;
 }
 
 
@@ -202,10 +204,36 @@ function methodsAndPaths(r: Rand, t: FuzzTarget): FuzzCase {
   const withHost = r() < 0.9 ? `Host: ${t.host}\r\n` : '';
   const body = r() < 0.5 ? '{}' : '';
   const req = Buffer.from(`${method} ${path} HTTP/1.1\r\n${withHost}Content-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`, 'latin1');
-  // GET / and /metrics and /healthz answer 200; a POST to the webhook path without signature 401.
+  // GET /healthz answers 200 (/ and /metrics live on the admin listener: 404 here); a POST to
+  // the webhook path without signature 401.
   // CONNECT is a tunnel request: node closes it unanswered when nobody handles tunnels.
   const allowed: Result[] = method === 'CONNECT' ? [400, 'closed'] : [200, 400, 401, 404, 405, 413, 415];
   return { kind: 'methods and paths', allowed, run: () => rawExchange(t, req, 'wait') };
+}
+
+/**
+ * The admin listener: with a foreign Host or Origin nothing but 403 (or 400 for no Host at all);
+ * with its own names, 200 only for GET of its three pages.
+ */
+function adminRequests(r: Rand, t: FuzzTarget): FuzzCase {
+  if (t.adminPort === undefined) return methodsAndPaths(r, t);
+  const port = t.adminPort;
+  const method = pick(r, ['GET', 'GET', 'POST', 'PUT', 'DELETE', 'OPTIONS', 'HEAD', 'FOO']);
+  const path = pick(r, ['/', '/metrics', '/healthz', WEBHOOK_PATH, '/x', '/%ff', '/?a=1']);
+  const host = pick(r, [`127.0.0.1:${port}`, `localhost:${port}`, `evil.example:${port}`, 'evil.example', `127.0.0.1:${port + 1}`, null]);
+  const origin = pick(r, [null, null, 'http://evil.example', 'null', `http://127.0.0.1:${port}`]);
+  const type = pick(r, ['application/json', 'text/plain', null]);
+  const head = [`${method} ${path} HTTP/1.1`, host === null ? '' : `Host: ${host}`, origin === null ? '' : `Origin: ${origin}`, type === null ? '' : `Content-Type: ${type}`, 'Content-Length: 0', 'Connection: close'];
+  const req = Buffer.from(head.filter(Boolean).join('\r\n') + '\r\n\r\n', 'latin1');
+  const ownHost = host === `127.0.0.1:${port}` || host === `localhost:${port}`;
+  const ownOrigin = origin === null || origin === `http://127.0.0.1:${port}`;
+  let allowed: Result[];
+  // node's parser answers 400 itself to an unknown method or a missing Host, before any handler.
+  if (host === null || method === 'FOO') allowed = [400];
+  else if (!ownHost || !ownOrigin) allowed = [403];
+  else if (method === 'GET' && ['/', '/metrics', '/healthz', '/?a=1'].includes(path)) allowed = [200];
+  else allowed = [400, 404, 405, 415];
+  return { kind: 'admin listener', allowed, run: () => rawExchange({ ...t, port }, req, 'wait') };
 }
 
 function hugeHeaders(r: Rand, t: FuzzTarget): FuzzCase {
@@ -229,7 +257,8 @@ const MIX: [number, (r: Rand, t: FuzzTarget, i: number) => FuzzCase][] = [
   [3, huge],
   [7, truncated],
   [5, aborted],
-  [10, methodsAndPaths],
+  [6, methodsAndPaths],
+  [4, (r, t) => adminRequests(r, t)],
   [3, hugeHeaders],
   [5, garbage],
 ];

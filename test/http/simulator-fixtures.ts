@@ -50,6 +50,8 @@ export async function call(base: string, method: string, path: string, o: CallOp
     body = JSON.stringify(o.body);
     headers['content-type'] ??= 'application/json';
   }
+  // The control API takes JSON only on state-changing routes, also without a body.
+  if (path.startsWith('/_sim') && method !== 'GET') headers['content-type'] ??= 'application/json';
   const res = await request(`${base}${path}`, { method: method as 'GET', headers, body });
   const text = await res.body.text();
   let json: unknown;

@@ -5,7 +5,9 @@
  */
 import { Webhook } from 'standardwebhooks';
 import { WebhookEventSchema, type WebhookEvent } from '../../provider/schemas';
-import { generateWebhookSecret } from '../../provider/webhook-signature';
+import { generateWebhookSecret, secretFingerprint } from '../../provider/webhook-signature';
+import { simulatorConfigFromEnv } from '../../simulator/config';
+import { createSimulator } from '../../simulator/server';
 import type { WebhookAttempt, WebhookDispatch } from '../../simulator/webhooks';
 import { call, createBody, destination, sleep, startReceiver, startSimulator, type Receiver, type Started } from './simulator-fixtures';
 
@@ -29,7 +31,7 @@ beforeEach(async () => {
   rx.received.length = 0;
   answer = 204;
   const a = await call(s.url, 'PUT', '/_sim/webhook-endpoint', { key: null, body: { url: rx.url, secret } });
-  expect(a.json).toEqual({ url: rx.url, secret });
+  expect(a.json).toEqual({ url: rx.url, secret_fingerprint: secretFingerprint(secret) });
 });
 
 async function createDelivery(n = 1): Promise<{ id: string; destinations: string[] }> {
@@ -151,15 +153,32 @@ test('without an endpoint, events are recorded as not sent', async () => {
   expect(s.sim.webhookEvents()).toEqual([expect.objectContaining({ state: 'no_endpoint' })]);
 });
 
-test('PUT /_sim/webhook-endpoint without a secret generates one', async () => {
-  const a = await call(s.url, 'PUT', '/_sim/webhook-endpoint', { key: null, body: { url: rx.url } });
-  const body = a.json as { secret: string };
-  expect(body.secret).toMatch(/^whsec_/);
+test('PUT /_sim/webhook-endpoint needs a secret; the endpoint is shown with its fingerprint, never the secret', async () => {
+  const before = (await call(s.url, 'GET', '/_sim/webhook-endpoint', { key: null })).json;
+  const refused = await call(s.url, 'PUT', '/_sim/webhook-endpoint', { key: null, body: { url: rx.url } });
+  expect(refused.status).toBe(422);
+  expect((await call(s.url, 'GET', '/_sim/webhook-endpoint', { key: null })).json).toEqual(before);
+  const secret = generateWebhookSecret();
+  const set = await call(s.url, 'PUT', '/_sim/webhook-endpoint', { key: null, body: { url: rx.url, secret } });
+  expect(set.json).toEqual({ url: rx.url, secret_fingerprint: secretFingerprint(secret) });
+  const shown = await call(s.url, 'GET', '/_sim/webhook-endpoint', { key: null });
+  expect(shown.text).not.toContain(secret.slice('whsec_'.length, 20));
   const d = await createDelivery();
   s.sim.advance(d.id);
   await rx.waitFor(1);
   const r = rx.received[0]!;
-  expect(() => new Webhook(body.secret).verify(r.body, r.headers)).not.toThrow();
+  expect(() => new Webhook(secret).verify(r.body, r.headers)).not.toThrow();
+});
+
+test('weak or malformed secrets are refused, by the API and at start', async () => {
+  const weak = ['whsec_AB', 'whsec_!!AB??', 'whsec_' + Buffer.alloc(23, 1).toString('base64'), 'whsec_' + Buffer.alloc(65, 1).toString('base64'), 'whsec_' + Buffer.alloc(24, 1).toString('base64').slice(0, -1) + ' '];
+  for (const secret of weak) {
+    const a = await call(s.url, 'PUT', '/_sim/webhook-endpoint', { key: null, body: { url: rx.url, secret } });
+    expect(a.status).toBe(422);
+    expect(a.text).not.toContain(secret);
+    expect(() => createSimulator({ webhook: { url: rx.url, secret } })).toThrow(/webhook secret/);
+  }
+  expect(() => simulatorConfigFromEnv({ SIMULATOR_WEBHOOK_URL: rx.url, SIMULATOR_WEBHOOK_SECRET: 'whsec_AB' })).toThrow(/SIMULATOR_WEBHOOK_SECRET/);
 });
 
 describe('faults', () => {

@@ -3,18 +3,25 @@
  * fuzz run, replays, slow clients, and what operators see on / and /metrics. The simulator's
  * own webhooks are switched off, so every webhook the bridge counts is one this file sent.
  */
+import { execFile } from 'node:child_process';
 import { connect, type Socket } from 'node:net';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import type { Client } from '@temporalio/client';
+import { bridgeConfigFromEnv } from '../../bridge/config';
 import { Agent, request } from 'undici';
 import { createBridge, WEBHOOK_PATH } from '../../bridge/server';
 import { ProviderClient } from '../../provider/client';
 import { secretKey, signWebhook } from '../../provider/webhook-signature';
 import type { DeliveryState } from '../../workflows/messages';
 import { deliveryRequest } from '../fixtures/orders';
+import { rawRequest } from '../helpers/http';
 import { parsePrometheusText, type Exposition } from '../helpers/prometheus';
-import { createdDelivery, SANDBOX_KEY, startStack, type Stack } from '../helpers/stack';
+import { createdDelivery, eventually, SANDBOX_KEY, startStack, type Stack } from '../helpers/stack';
 import { seededRandom } from '../../simulator/faults';
 import { fuzzCase, post as fuzzPost, type FuzzTarget, type Result } from '../helpers/webhook-fuzz';
 
+const run = promisify(execFile);
 const FUZZ_REQUESTS = 10_000;
 const FUZZ_CONCURRENCY = 32;
 const FUZZ_SEED = Number(process.env.FUZZ_SEED ?? 20261122);
@@ -56,7 +63,7 @@ async function post(body: string, headers: Record<string, string>): Promise<{ st
 }
 
 async function metrics(): Promise<Exposition> {
-  const res = await request(stack.bridgeUrl + '/metrics');
+  const res = await request(stack.bridgeAdminUrl + '/metrics');
   expect(res.statusCode).toBe(200);
   expect(res.headers['content-type']).toMatch(/^text\/plain; version=0\.0\.4/);
   return parsePrometheusText(await res.body.text());
@@ -76,7 +83,8 @@ describe('the hardened webhook bridge', () => {
     const workflowId = `delivery:${s.reference}`;
     const before = await metrics();
     const port = Number(new URL(stack.bridgeUrl).port);
-    const target: FuzzTarget = { host: '127.0.0.1', port, secret: stack.webhookSecret, deliveryId: s.deliveryId!, destinationId: s.destinations[0]!.id, dispatcher: agent };
+    const adminPort = Number(new URL(stack.bridgeAdminUrl).port);
+    const target: FuzzTarget = { host: '127.0.0.1', port, adminPort, secret: stack.webhookSecret, deliveryId: s.deliveryId!, destinationId: s.destinations[0]!.id, dispatcher: agent };
     const random = seededRandom(FUZZ_SEED);
     const failures: { i: number; kind: string; result: Result }[] = [];
     const byKind = new Map<string, Map<Result, number>>();
@@ -146,7 +154,7 @@ describe('the hardened webhook bridge', () => {
     expect((await stack.deliveries.getStatus(s.reference)).status).toBe('UPCOMING');
   });
 
-  it('lists recent webhooks with their outcomes on /, escaped, and without any secret or signature', async () => {
+  it('lists recent verified webhooks with their outcomes on the admin listener only, without any secret or signature', async () => {
     const s = await followedDelivery();
     const accepted = signed(event(s.deliveryId!, 'ASSIGNED'));
     await post(accepted.body, accepted.headers);
@@ -156,7 +164,17 @@ describe('the hardened webhook bridge', () => {
     const hostile = { ...signed(event(s.deliveryId!, 'DELIVERED')).headers, 'webhook-id': '<script>alert(1)</script>', 'webhook-signature': 'v1,Zm9yZ2Vk' };
     await post('{}', hostile);
 
-    const res = await request(stack.bridgeUrl + '/');
+    // The internet-facing listener shows nothing: no delivery id, no workflow id, no metrics.
+    for (const path of ['/', '/metrics', '/?x', '/index.html']) {
+      const pub = await request(stack.bridgeUrl + path);
+      const text = await pub.body.text();
+      expect(pub.statusCode).toBe(404);
+      expect(text).not.toContain(s.deliveryId!);
+      expect(text).not.toContain(s.reference);
+      expect(text).not.toContain('bridge_webhooks_total');
+    }
+
+    const res = await request(stack.bridgeAdminUrl + '/');
     expect(res.statusCode).toBe(200);
     expect(res.headers['content-type']).toBe('text/html; charset=utf-8');
     expect(res.headers['content-security-policy']).toContain("default-src 'none'");
@@ -169,11 +187,24 @@ describe('the hardened webhook bridge', () => {
     expect(row(acceptedId)[0]).toContain(`<td>delivery:${s.reference}</td>`);
     expect(row(acceptedId)[0]).toContain(`<td>${s.deliveryId}</td>`);
     expect(row(JSON.parse(unknown.body).id)[0]).toMatch(/<td>retry_later<\/td><td>unknown delivery<\/td>/);
-    expect(html).toContain('<td>&#60;script&#62;alert(1)&#60;/script&#62;</td>');
+    // The unsigned request is not listed at all (it is counted in the metrics).
+    expect(html).not.toContain('alert(1)');
     expect(html).not.toContain('<script');
 
     for (const secretish of [stack.webhookSecret, secretKey(stack.webhookSecret).toString('base64'), accepted.headers['webhook-signature'], unknown.headers['webhook-signature'], 'Zm9yZ2Vk', SANDBOX_KEY]) {
       expect(html).not.toContain(secretish);
+    }
+
+    // A DNS-rebinding page or a foreign origin reads nothing from the admin listener either.
+    const port = new URL(stack.bridgeAdminUrl).port;
+    const foreign: Record<string, string>[] = [{ host: `evil.example:${port}` }, { origin: 'http://evil.example' }, { origin: 'null' }];
+    for (const headers of foreign) {
+      for (const path of ['/', '/metrics']) {
+        const a = await rawRequest(stack.bridgeAdminUrl + path, { headers });
+        expect(a.status).toBe(403);
+        expect(a.text).not.toContain(s.deliveryId!);
+        expect(a.text).not.toContain('bridge_webhooks_total');
+      }
     }
   });
 
@@ -272,4 +303,167 @@ describe('the hardened webhook bridge', () => {
     expect(await fuzzPost(target, good.body, good.headers)).toBe(200);
     expect((await stack.deliveries.getStatus(s.reference)).status).toBe('ASSIGNED');
   });
+});
+
+describe('what a replay or a flood costs (issue 17)', () => {
+  /** The stack's real Temporal client, with its signal and describe calls counted. */
+  function countingClient(): { client: Client; signals: () => number; describes: () => number } {
+    let signals = 0;
+    let describes = 0;
+    const workflow = {
+      getHandle: (id: string) => {
+        const h = stack.temporal.workflow.getHandle(id);
+        return {
+          signal: (...args: Parameters<typeof h.signal>) => {
+            signals++;
+            return h.signal(...args);
+          },
+          describe: () => {
+            describes++;
+            return h.describe();
+          },
+        };
+      },
+    };
+    return { client: { workflow } as unknown as Client, signals: () => signals, describes: () => describes };
+  }
+
+  async function bridgeWith(extra: Partial<Parameters<typeof createBridge>[0]> = {}) {
+    const provider = new ProviderClient({ baseUrl: stack.simUrl, apiKey: SANDBOX_KEY });
+    const counting = countingClient();
+    const bridge = createBridge({ temporal: counting.client, provider, secrets: [stack.webhookSecret], log: () => undefined, ...extra });
+    const url = await bridge.listen(0, '127.0.0.1');
+    const adminUrl = await bridge.listenAdmin(0, '127.0.0.1');
+    return {
+      ...counting,
+      bridge,
+      url,
+      adminUrl,
+      post: async (body: string, headers: Record<string, string>) => {
+        const res = await request(url + WEBHOOK_PATH, { method: 'POST', body, headers, dispatcher: agent });
+        return { status: res.statusCode, body: (await res.body.json()) as Record<string, unknown> };
+      },
+      stop: async () => {
+        await bridge.close();
+        await provider.close();
+      },
+    };
+  }
+
+  /** `n` copies of one request, 10 at a time. */
+  async function replay<T>(n: number, send: () => Promise<T>): Promise<T[]> {
+    const out: T[] = [];
+    for (let i = 0; i < n; i += 10) out.push(...(await Promise.all(Array.from({ length: Math.min(10, n - i) }, send))));
+    return out;
+  }
+
+  const providerGets = (deliveryId: string) => stack.sim.requestLog().filter((e) => e.method === 'GET' && e.path === `/v1/deliveries/${deliveryId}`).length;
+
+  it('100 replays of a signed event for an unknown delivery make at most two provider GETs', async () => {
+    const b = await bridgeWith();
+    try {
+      const evt = signed(event('del_replayed_nobody', 'ASSIGNED'));
+      const answers = await replay(100, () => b.post(evt.body, evt.headers));
+      expect(answers.every((a) => a.status === 503 && a.body.reason === 'unknown delivery')).toBe(true);
+      expect(providerGets('del_replayed_nobody')).toBeLessThanOrEqual(2);
+      expect(b.signals()).toBe(0);
+      const m = parsePrometheusText(await (await request(b.adminUrl + '/metrics')).body.text());
+      expect(m.value('bridge_negative_cache_hits_total', { kind: 'unknown_delivery' })).toBeGreaterThanOrEqual(98);
+    } finally {
+      await b.stop();
+    }
+  });
+
+  it('100 replays of a signed event for an ended workflow make at most two signals and two describes', async () => {
+    const s = await followedDelivery();
+    await stack.deliveries.cancelDelivery(s.reference);
+    const before = await stack.temporal.workflow.getHandle(`delivery:${s.reference}`).fetchHistory();
+    const b = await bridgeWith();
+    try {
+      const gets = providerGets(s.deliveryId!);
+      const evt = signed(event(s.deliveryId!, 'DELIVERED'));
+      const answers = await replay(100, () => b.post(evt.body, evt.headers));
+      expect(answers.map((a) => `${a.status} ${a.body.outcome}`)).toEqual(Array(100).fill('200 workflow_closed'));
+      expect(b.signals()).toBeLessThanOrEqual(2);
+      expect(b.describes()).toBeLessThanOrEqual(2);
+      expect(providerGets(s.deliveryId!) - gets).toBeLessThanOrEqual(2);
+      // Nothing changed in the ended workflow.
+      const after = await stack.temporal.workflow.getHandle(`delivery:${s.reference}`).fetchHistory();
+      expect(after.events?.length).toBe(before.events?.length);
+    } finally {
+      await b.stop();
+    }
+  });
+
+  it('logs unsigned requests at a bounded rate, lists only the verified one, counts them all', async () => {
+    const lines: Record<string, unknown>[] = [];
+    const b = await bridgeWith({ log: (l) => lines.push(l), rejectedLogLinesPerMinute: 20 });
+    try {
+      const s = await followedDelivery();
+      const real = signed(event(s.deliveryId!, 'ASSIGNED'));
+      await replay(250, () => b.post('{}', { 'content-type': 'application/json', 'webhook-id': `evt_junk${++seq}`, 'webhook-timestamp': String(Math.floor(Date.now() / 1000)), 'webhook-signature': 'v1,Zm9yZ2Vk' }));
+      expect((await b.post(real.body, real.headers)).status).toBe(200);
+      expect(lines.filter((l) => l.msg === 'webhook rejected')).toHaveLength(20);
+      expect(lines.filter((l) => l.msg === 'webhook')).toEqual([expect.objectContaining({ outcome: 'accepted', event_id: JSON.parse(real.body).id })]);
+      const html = await (await request(b.adminUrl + '/')).body.text();
+      expect(html).toContain(`<td>${JSON.parse(real.body).id}</td>`);
+      expect(html).not.toContain('evt_junk');
+      const m = parsePrometheusText(await (await request(b.adminUrl + '/metrics')).body.text());
+      expect(m.value('bridge_webhooks_total', { outcome: 'rejected', reason: 'no_matching_signature' })).toBe(250);
+      expect(m.value('bridge_rejected_log_lines_suppressed_total')).toBe(230);
+    } finally {
+      await b.stop();
+    }
+  });
+
+  it('caps open connections, dropping the excess at once, and serves again when they go', async () => {
+    const b = await bridgeWith({ maxConnections: 4 });
+    const port = Number(new URL(b.url).port);
+    const sockets: Socket[] = [];
+    try {
+      const closed = await Promise.all(
+        Array.from({ length: 12 }, () => {
+          return new Promise<boolean>((resolve) => {
+            const socket = connect(port, '127.0.0.1');
+            sockets.push(socket);
+            socket.on('error', () => undefined);
+            socket.on('close', () => resolve(true));
+            setTimeout(() => resolve(false), 1_000);
+          });
+        }),
+      );
+      expect(closed.filter(Boolean).length).toBe(8);
+      const m = parsePrometheusText(await (await request(b.adminUrl + '/metrics')).body.text());
+      expect(m.value('bridge_connections_dropped_total')).toBe(8);
+      sockets.forEach((x) => x.destroy());
+      await eventually('the bridge to serve again', async () => {
+        const res = await request(b.url + '/healthz', { reset: true }).catch(() => undefined);
+        await res?.body.dump();
+        return res?.statusCode === 200 ? true : undefined;
+      });
+    } finally {
+      sockets.forEach((x) => x.destroy());
+      await b.stop();
+    }
+  });
+
+  it('refuses to start on a weak or malformed webhook secret, naming the problem and not the secret', async () => {
+    const provider = new ProviderClient({ baseUrl: stack.simUrl, apiKey: SANDBOX_KEY });
+    try {
+      for (const weak of ['whsec_AB', 'whsec_!!AB??', `whsec_${Buffer.alloc(16, 3).toString('base64')}`]) {
+        expect(() => createBridge({ temporal: stack.temporal, provider, secrets: [stack.webhookSecret, weak] })).toThrow(/webhook secret 2 of 2 is not accepted/);
+        expect(() => bridgeConfigFromEnv({ DELIVERY_WEBHOOK_SECRETS: weak })).toThrow(/DELIVERY_WEBHOOK_SECRETS/);
+      }
+    } finally {
+      await provider.close();
+    }
+    // The real process: exits at once with the reason.
+    const child = await run(process.execPath, ['--import', 'tsx', join(__dirname, '../../bridge/main.ts')], {
+      env: { ...process.env, DELIVERY_WEBHOOK_SECRETS: 'whsec_AB', BRIDGE_PORT: '0', BRIDGE_ADMIN_PORT: '0' },
+      timeout: 60_000,
+    }).catch((e: { code: number; stderr: string }) => e);
+    expect((child as { code: number }).code).toBe(1);
+    expect((child as { stderr: string }).stderr).toMatch(/DELIVERY_WEBHOOK_SECRETS.*a webhook secret must be whsec_<base64>/s);
+    expect((child as { stderr: string }).stderr).not.toContain('whsec_AB');
+  }, 90_000);
 });

@@ -7,7 +7,7 @@ import { execFile, execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { createCodecServer } from '../../client/codec-server';
-import { AesGcmPayloadCodec, generatePayloadKey, payloadCodecFromEnv } from '../../client/payload-codec';
+import { AesGcmPayloadCodec, dataConverterFromEnv, generatePayloadKey, payloadCodecFromEnv } from '../../client/payload-codec';
 import type { DeliveryState } from '../../workflows/messages';
 import { deliveryRequest } from '../fixtures/orders';
 import { deliverToTheEnd, startStack, type Stack } from '../helpers/stack';
@@ -19,7 +19,10 @@ const codec = payloadCodecFromEnv({ DELIVERY_PAYLOAD_KEYS: keys })!;
 let stack: Stack;
 
 beforeAll(async () => {
-  stack = await startStack({ dataConverter: { payloadCodecs: [codec] } });
+  // As the worker, bridge and CLI build it: the codec, and failure messages encoded.
+  const dataConverter = dataConverterFromEnv({ DELIVERY_PAYLOAD_KEYS: keys })!;
+  expect(dataConverter.payloadCodecs).toHaveLength(1);
+  stack = await startStack({ dataConverter: { ...dataConverter, payloadCodecs: [codec] } });
 });
 afterAll(() => stack.stop());
 
@@ -81,6 +84,8 @@ it('stores no personal data in clear, yet the CLI and the codec endpoint show it
   // Without the key, it says what is missing instead of printing garbage.
   const noKey = await run(process.execPath, [join(__dirname, '../../client/delivery.js'), 'status', reference], { env: stack.cliEnv }).catch((e: { code: number; stderr: string }) => e);
   expect((noKey as { code: number }).code).not.toBe(0);
+  expect((noKey as { stderr: string }).stderr).toContain('payload key "test1"');
+  expect((noKey as { stderr: string }).stderr).not.toContain('Zwetschgenbaum');
 
   // The codec endpoint (what the Web UI calls) turns the stored input back into the order.
   const firstEvent = JSON.parse(stored).events[0];
@@ -98,6 +103,30 @@ it('stores no personal data in clear, yet the CLI and the codec endpoint show it
   } finally {
     await server.close();
   }
+});
+
+it('encrypts failure messages: a rejection reason naming a person is not in the history in clear', async () => {
+  const reference = `ENCF-${Date.now().toString(36)}`;
+  const { reference_number: _r, ...order } = deliveryRequest({}, 1);
+  await stack.deliveries.startDelivery(order, { reference, maxPrice: { amount: 1, currency: 'EUR' } });
+  for (let i = 0; ; i++) {
+    if ((await stack.deliveries.getStatus(reference)).phase === 'awaiting_approval') break;
+    if (i > 200) throw new Error('no quote to approve');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const reason = 'recipient Zwetschgenbaum (+4915199988877) does not want it';
+  await stack.deliveries.rejectQuote(reference, reason);
+  // The client decodes the failure: the full message is there for whoever has the key.
+  const failure = await stack.deliveries.result(reference).catch((e: Error) => e);
+  const text = (e: unknown): string => (e instanceof Error ? `${e.message} ${text((e as { cause?: unknown }).cause)}` : '');
+  expect(text(failure)).toContain('Zwetschgenbaum');
+
+  const stored = historyJson(`delivery:${reference}`);
+  expect(stored).not.toContain('Zwetschgenbaum');
+  expect(stored).not.toContain('4915199988877');
+  const failed = (JSON.parse(stored).events as { workflowExecutionFailedEventAttributes?: { failure: { message: string; encodedAttributes?: JsonPayload } } }[]).find((e) => e.workflowExecutionFailedEventAttributes);
+  expect(failed?.workflowExecutionFailedEventAttributes?.failure.message).toBe('Encoded failure');
+  expect(Buffer.from(failed?.workflowExecutionFailedEventAttributes?.failure.encodedAttributes?.metadata?.encoding ?? '', 'base64').toString()).toBe('binary/encrypted');
 });
 
 describe('the codec endpoint', () => {

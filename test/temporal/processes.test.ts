@@ -33,12 +33,14 @@ let env: Record<string, string>;
 let cliEnv: NodeJS.ProcessEnv;
 let metricsAddress: string;
 let bridgeUrl: string;
+let bridgeAdminUrl: string;
 
 beforeAll(async () => {
   const { address, namespace } = testServerAddress();
-  const [simPort, bridgePort, metricsPort] = [await freePort(), await freePort(), await freePort()];
+  const [simPort, bridgePort, metricsPort, bridgeAdminPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
   const simUrl = `http://127.0.0.1:${simPort}`;
   bridgeUrl = `http://127.0.0.1:${bridgePort}`;
+  bridgeAdminUrl = `http://127.0.0.1:${bridgeAdminPort}`;
   metricsAddress = `127.0.0.1:${metricsPort}`;
   const taskQueue = `proc-${Date.now().toString(36)}`;
   env = {
@@ -59,7 +61,7 @@ beforeAll(async () => {
   await Promise.all([
     start('worker', ENTRY.worker.entry, { ...env, LOG_LEVEL: 'DEBUG', WORKER_METRICS_ADDRESS: metricsAddress }, ENTRY.worker.ready),
     start('worker-revoked', ENTRY.worker.entry, { ...env, DELIVERY_TASK_QUEUE: `${taskQueue}-revoked`, DELIVERY_API_KEY: WRONG_KEY, LOG_LEVEL: 'DEBUG' }, ENTRY.worker.ready),
-    start('bridge', ENTRY.bridge.entry, { ...env, BRIDGE_PORT: String(bridgePort), DELIVERY_WEBHOOK_SECRETS: WEBHOOK_SECRET }, ENTRY.bridge.ready),
+    start('bridge', ENTRY.bridge.entry, { ...env, BRIDGE_PORT: String(bridgePort), BRIDGE_ADMIN_PORT: String(bridgeAdminPort), DELIVERY_WEBHOOK_SECRETS: WEBHOOK_SECRET }, ENTRY.bridge.ready),
   ]);
 }, 120_000);
 
@@ -103,7 +105,8 @@ it('run a delivery end to end, fail a revoked key cleanly, refuse a forged webho
   const metrics = await (await fetch(`http://${metricsAddress}/metrics`)).text();
   expect(metrics).toMatch(/^temporal_\w+/m);
   expect(metrics).toContain(`task_queue="${env.DELIVERY_TASK_QUEUE}`);
-  const bridgeMetrics = await (await fetch(`${bridgeUrl}/metrics`)).text();
+  expect((await fetch(`${bridgeUrl}/metrics`)).status).toBe(404); // only on the admin listener
+  const bridgeMetrics = await (await fetch(`${bridgeAdminUrl}/metrics`)).text();
   expect(bridgeMetrics).toMatch(/bridge_webhooks_total\{outcome="accepted"[^}]*\} [1-9]/);
 
   await processes.stopAll();

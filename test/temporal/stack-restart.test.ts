@@ -98,7 +98,7 @@ beforeAll(async () => {
     SIMULATOR_WEBHOOK_SECRET: WEBHOOK_SECRET,
     SIMULATOR_STATE_FILE: stateFile,
   };
-  bridgeEnv = { ...env, BRIDGE_PORT: String(bridgePort), DELIVERY_WEBHOOK_SECRETS: WEBHOOK_SECRET, BRIDGE_RETRY_AFTER_SECONDS: '1' };
+  bridgeEnv = { ...env, BRIDGE_PORT: String(bridgePort), BRIDGE_ADMIN_PORT: '0', DELIVERY_WEBHOOK_SECRETS: WEBHOOK_SECRET, BRIDGE_RETRY_AFTER_SECONDS: '1' };
   const { client, connection } = await testClient();
   temporal = client;
   deliveries = new DeliveryClient({ temporal: client, taskQueue });

@@ -1,4 +1,7 @@
-import { AesGcmPayloadCodec, generatePayloadKey, payloadCodecFromEnv } from '../../client/payload-codec';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { AesGcmPayloadCodec, dataConverterFromEnv, generatePayloadKey, NoKeysPayloadCodec, payloadCodecFromEnv, talksToLocalStack } from '../../client/payload-codec';
 
 const json = (text: string) => ({ metadata: { encoding: Buffer.from('json/plain') }, data: Buffer.from(JSON.stringify(text)) });
 
@@ -45,5 +48,40 @@ describe('the AES-256-GCM payload codec', () => {
     expect(() => payloadCodecFromEnv({ DELIVERY_PAYLOAD_KEYS: 'a:c2hvcnQ=' })).toThrow(/DELIVERY_PAYLOAD_KEYS\[0\]: each key must be <id>:<base64 of 32 bytes>/);
     expect(() => payloadCodecFromEnv({ DELIVERY_PAYLOAD_KEYS: 'a:c2hvcnQ=' })).not.toThrow(/c2hvcnQ/);
     expect(payloadCodecFromEnv({ TEMPORAL_ADDRESS: 'somewhere:7233' })).toBeUndefined();
+  });
+});
+
+describe('which payload keys a process uses', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'payload-keys-'));
+  const config = join(dir, 'temporal.toml');
+  writeFileSync(config, ['[profile.cloud]', 'address = "prod.a1b2c.tmprl.cloud:7233"', 'namespace = "prod.a1b2c"', 'api_key = "cloud-api-key"', '', '[profile.local]', 'address = "127.0.0.1:7233"', ''].join('\n'));
+
+  it("uses the local stack's key only when the resolved Temporal is the local stack", () => {
+    expect(talksToLocalStack({})).toBe(true);
+    expect(talksToLocalStack({ TEMPORAL_ADDRESS: 'localhost:7233' })).toBe(true);
+    expect(talksToLocalStack({ TEMPORAL_CONFIG_FILE: config, TEMPORAL_PROFILE: 'local' })).toBe(true);
+    // The issue's case: TEMPORAL_ADDRESS unset, a profile pointing at a remote cluster.
+    expect(talksToLocalStack({ TEMPORAL_CONFIG_FILE: config, TEMPORAL_PROFILE: 'cloud' })).toBe(false);
+    expect(talksToLocalStack({ TEMPORAL_ADDRESS: 'temporal.internal:7233' })).toBe(false);
+    expect(talksToLocalStack({ TEMPORAL_ADDRESS: '127.0.0.1:7233', TEMPORAL_API_KEY: 'k' })).toBe(false);
+  });
+
+  it('reads keys from DELIVERY_PAYLOAD_KEYS_FILE (a mounted secret), naming the file when it cannot', async () => {
+    const file = join(dir, 'keys');
+    writeFileSync(file, `${generatePayloadKey('mounted')}\n`);
+    const codec = payloadCodecFromEnv({ DELIVERY_PAYLOAD_KEYS_FILE: file, TEMPORAL_ADDRESS: 'temporal:7233' })!;
+    const [encrypted] = await codec.encode([json('x')]);
+    expect(Buffer.from(encrypted!.metadata!['encryption-key-id']!).toString()).toBe('mounted');
+    expect(() => payloadCodecFromEnv({ DELIVERY_PAYLOAD_KEYS_FILE: join(dir, 'missing') })).toThrow(/DELIVERY_PAYLOAD_KEYS_FILE: cannot read .*missing \(ENOENT\)/);
+  });
+
+  it('names the missing key id when a process without keys, or with other keys, meets an encrypted payload', async () => {
+    const [encrypted] = await payloadCodecFromEnv({ DELIVERY_PAYLOAD_KEYS: generatePayloadKey('local') })!.encode([json('Zwetschgenbaum')]);
+    const none = dataConverterFromEnv({ TEMPORAL_ADDRESS: 'temporal.internal:7233' });
+    expect(none.payloadCodecs[0]).toBeInstanceOf(NoKeysPayloadCodec);
+    await expect(none.payloadCodecs[0]!.decode([encrypted!])).rejects.toThrow(/encrypted with payload key "local", but no payload keys are configured/);
+    expect(await none.payloadCodecs[0]!.decode([json('plain')])).toEqual([json('plain')]);
+    const other = payloadCodecFromEnv({ DELIVERY_PAYLOAD_KEYS: generatePayloadKey('k2') })!;
+    await expect(other.decode([encrypted!])).rejects.toThrow(/no payload key with id "local" is configured \(DELIVERY_PAYLOAD_KEYS has "k2"\)/);
   });
 });
