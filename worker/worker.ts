@@ -14,6 +14,7 @@ import { bundleWorkflowCode, Worker, type NativeConnection, type WorkflowBundle,
 import type { Client } from '@temporalio/client';
 import { createDispatchActivities, startProviderLimiters } from '../activities/dispatch-activities';
 import type { ProviderActivities } from '../activities/provider-activities';
+import { createStartCheckActivities } from '../activities/start-checks';
 import type { CallFamily } from '../provider/limits';
 import { limiterTaskQueue, providerTaskQueues } from '../workflows/task-queues';
 import { DEFAULT_DISPATCH, type DispatchSettings } from './dispatch-config';
@@ -82,7 +83,7 @@ export async function createDeliveryWorkers(o: DeliveryWorkerOptions): Promise<D
     ...base,
     taskQueue: o.taskQueue,
     workflowBundle,
-    activities: dispatchActivities,
+    activities: { ...dispatchActivities, ...createStartCheckActivities() },
     maxCachedWorkflows: o.maxCachedWorkflows,
     maxConcurrentWorkflowTaskExecutions: o.maxConcurrentWorkflowTasks ?? DEFAULT_MAX_CONCURRENT_WORKFLOW_TASKS,
     stickyQueueScheduleToStartTimeout: o.stickyQueueTimeoutMs ?? DEFAULT_STICKY_QUEUE_TIMEOUT_MS,

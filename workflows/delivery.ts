@@ -45,6 +45,7 @@ import {
 } from './messages';
 import { DeliveryId, DeliveryStatus, QuotedPrice } from './search-attributes';
 import { deliveryDetails } from './details';
+import { startChecks } from './start-checks';
 import { DeliveryTracker } from './state';
 import { providerTaskQueues } from './task-queues';
 import { dispatchSettings, ProviderSlots } from './dispatch';
@@ -102,6 +103,7 @@ export async function quoteOnly(order: CreateDeliveryRequest): Promise<Quote | C
 }
 
 export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryResult> {
+  await startChecks(input); // input, workflow ID, search attributes: before anything else
   const tracker = input.resume ? new DeliveryTracker(input.resume.tracker) : DeliveryTracker.start(input);
   const state = tracker.state;
   const act = providerActivities();
