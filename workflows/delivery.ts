@@ -103,7 +103,9 @@ export async function quoteOnly(order: CreateDeliveryRequest): Promise<Quote | C
 }
 
 export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryResult> {
-  await startChecks(input); // input, workflow ID, search attributes: before anything else
+  // Input, workflow ID and search attributes, whoever started it (workflows/start-checks.ts).
+  const checked = startChecks(input);
+  if (!checked.readable) await checked.passed;
   const tracker = input.resume ? new DeliveryTracker(input.resume.tracker) : DeliveryTracker.start(input);
   const state = tracker.state;
   const act = providerActivities();
@@ -198,6 +200,7 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
 
   // Pacing settings come from the worker's environment, recorded once (older runs did without).
   const dispatch = patched('window-limiter') ? await dispatchSettings() : undefined;
+  await checked.passed; // before any provider call or pacing request, after this task's patch decisions
   const slots = dispatch?.limiter === 'window' ? new ProviderSlots() : undefined;
   const onRetry = (what: string) => (attempt: number, reason: string) => tracker.note(now(), `${what} attempt ${attempt} failed (${reason}); trying again in a new slot`);
 

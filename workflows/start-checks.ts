@@ -6,25 +6,43 @@
  * `InvalidDeliveryInput` failure naming each bad field (a thrown Error would fail the workflow
  * task instead, and be retried forever).
  *
- * The contract check runs as a local activity (activities/start-checks.ts says why); the rest is
- * plain workflow code.
+ * The contract check runs as a local activity (activities/start-checks.ts says why). It is
+ * started at the top of the workflow and awaited once the first task's patch decisions are
+ * taken: a patched() call in code that runs after a local activity's result cannot be replayed
+ * (docs/operations.md, "Upgrading workflow code safely").
  */
 import type { SearchAttributeUpdatePair } from '@temporalio/common';
-import { ApplicationFailure, proxyLocalActivities, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { ApplicationFailure, proxyLocalActivities, setHandler, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { StartCheckActivities } from '../activities/start-checks';
 import type { FieldIssue } from '../provider/schemas';
 import { describeIssues } from '../provider/validation';
 import { WORKFLOW_FAILURE_TYPES } from './failures';
-import type { DeliveryWorkflowInput } from './messages';
+import { statusQuery, type DeliveryState, type DeliveryWorkflowInput } from './messages';
 import { DestinationCount, IsFood, OrderReference } from './search-attributes';
 import { deliveryWorkflowId } from './task-queues';
 
 const checks = proxyLocalActivities<StartCheckActivities>({ startToCloseTimeout: '10 seconds', summary: 'check the start input' });
 
-/** Throws the InvalidDeliveryInput failure unless the input and workflow ID are right; then sets our search attributes. */
-export async function startChecks(input: DeliveryWorkflowInput): Promise<void> {
+export interface StartChecks {
+  /**
+   * False when the workflow's own code could not even read the input (not an object, no order
+   * object, or the internal `resume` state on a fresh start): await `passed` before anything else.
+   */
+  readable: boolean;
+  /** Resolves when the start is sound; rejects with the InvalidDeliveryInput failure otherwise. Await it before any provider call. */
+  passed: Promise<void>;
+}
+
+export function startChecks(input: DeliveryWorkflowInput): StartChecks {
   // A run continued as new carries the state its previous run checked and built.
-  if (workflowInfo().continuedFromExecutionRunId !== undefined) return;
+  if (workflowInfo().continuedFromExecutionRunId !== undefined) return { readable: true, passed: Promise.resolve() };
+  const passed = check(input);
+  passed.catch(() => undefined); // awaited later in this task: not an unhandled rejection meanwhile
+  const given = input as unknown as Record<string, unknown> | null;
+  return { readable: isObject(given) && isObject(given.order) && given.resume === undefined, passed };
+}
+
+async function check(input: DeliveryWorkflowInput): Promise<void> {
   const issues: FieldIssue[] = await checks.checkDeliveryInput(input);
   const given = (input as Partial<DeliveryWorkflowInput> | null | undefined)?.reference;
   const reference = typeof given === 'string' && !issues.some((i) => i.field === 'reference') ? given : undefined;
@@ -33,20 +51,22 @@ export async function startChecks(input: DeliveryWorkflowInput): Promise<void> {
     issues.push({ field: 'workflowId', message: `must be ${JSON.stringify(expectedId)} (delivery:<reference>), so that webhooks and clients find the delivery` });
   }
   if (issues.length > 0) {
-    // A refused start with a sound reference can still be found by it.
+    const message = `invalid delivery input, nothing was quoted or created: ${describeIssues(issues)}`;
+    // A refused start with a sound reference can still be found by it, and `status` says why it ended.
     if (expectedId !== undefined && workflowInfo().workflowId === expectedId) setSearchAttributes([{ key: OrderReference, value: reference! }]);
-    throw ApplicationFailure.create({
-      type: WORKFLOW_FAILURE_TYPES.invalidInput,
-      message: `invalid delivery input, nothing was quoted or created: ${describeIssues(issues)}`,
-      nonRetryable: true,
-      details: [issues],
-    });
+    const ended: DeliveryState = { reference: String(given ?? ''), phase: 'ended', destinations: [], isFood: false, timeline: [{ at: new Date().toISOString(), subject: 'workflow', source: 'workflow', note: message }] };
+    setHandler(statusQuery, () => ended);
+    throw ApplicationFailure.create({ type: WORKFLOW_FAILURE_TYPES.invalidInput, message, nonRetryable: true, details: [issues] });
   }
   setSearchAttributes([
     { key: OrderReference, value: input.reference },
     { key: IsFood, value: input.order.is_food },
     { key: DestinationCount, value: input.order.destinations.length },
   ]);
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 /** Upserts only what the starter has not set already (the client library sets them at start, so they are visible before this task). */

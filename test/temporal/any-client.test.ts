@@ -10,15 +10,19 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
+import { Worker } from '@temporalio/worker';
 import { temporal } from '@temporalio/proto';
 import { deliveryRequest } from '../fixtures/orders';
 import { driveToDelivered, eventually, startStack, type Stack } from '../helpers/stack';
 import { testServerAddress } from '../helpers/temporal';
+import { workflowBundle } from '../helpers/workers';
 
 const run = promisify(execFile);
 let stack: Stack;
 let dir: string;
 let seq = 0;
+/** Every workflow this file started, for the replay check at the end. */
+const startedIds: string[] = [];
 
 beforeAll(async () => {
   stack = await startStack();
@@ -38,6 +42,7 @@ async function cliStart(workflowId: string, input: unknown): Promise<void> {
   if (!cli) throw new Error('TEMPORAL_CLI_PATH is not set: run this test through jest (the `temporal` project sets it)');
   const file = join(dir, `${workflowId.replace(/[^A-Za-z0-9-]/g, '_')}.json`);
   writeFileSync(file, JSON.stringify(input));
+  startedIds.push(workflowId);
   const { address, namespace } = testServerAddress();
   await run(cli, ['workflow', 'start', '--address', address, '--namespace', namespace, '--type', 'delivery', '--task-queue', stack.workers.taskQueue, '--workflow-id', workflowId, '--input-file', file], {
     timeout: 30_000,
@@ -55,7 +60,7 @@ async function refusal(workflowId: string): Promise<{ failure: ApplicationFailur
   const failure = (err as WorkflowFailedError).cause;
   expect(failure).toBeInstanceOf(ApplicationFailure);
   const history = await handle.fetchHistory();
-  const events = (history.events ?? []).map((e) => temporal.api.enums.v1.EventType[e.eventType ?? 0].replace('EVENT_TYPE_', ''));
+  const events = (history.events ?? []).map((e) => (temporal.api.enums.v1.EventType[e.eventType ?? 0] ?? String(e.eventType)).replace('EVENT_TYPE_', ''));
   return { failure: failure as ApplicationFailure, events };
 }
 
@@ -78,6 +83,10 @@ describe('a delivery started with plain JSON from the Temporal CLI', () => {
     expect(events).not.toContain('WORKFLOW_TASK_FAILED');
     expect(events.at(-1)).toBe('WORKFLOW_EXECUTION_FAILED');
     expect(stack.sim.requestLog().length).toBe(callsBefore);
+    // The status query says so too (other languages poll it).
+    const state = await stack.deliveries.getStatus(ref);
+    expect(state).toMatchObject({ reference: ref, phase: 'ended', destinations: [] });
+    expect(state.timeline.at(-1)?.note).toContain('order.destinations: must have at least one destination');
 
     // A refused start with a sound reference is still found by it.
     await eventually('the refused start by OrderReference', async () => {
@@ -141,5 +150,15 @@ describe('a delivery started with plain JSON from the Temporal CLI', () => {
     expect(result.isFood).toBe(true);
     expect(result.destinations.map((d) => d.status)).toEqual(['DELIVERED', 'DELIVERED', 'DELIVERED']);
     expect(stack.sim.deliveries().filter((d) => d.delivery.reference_number === ref)).toHaveLength(1);
+  });
+
+  it('leaves histories that replay with the workflow code, refusals included', async () => {
+    // The check's answer is a local activity's marker in the first task, taken after that task's
+    // patch decisions: a cache miss or a query on a closed workflow replays it without divergence.
+    const histories = await Promise.all(startedIds.map(async (workflowId) => ({ workflowId, history: await stack.temporal.workflow.getHandle(workflowId).fetchHistory() })));
+    const failures: string[] = [];
+    for await (const r of Worker.runReplayHistories({ workflowBundle: await workflowBundle() }, histories)) if (r.error) failures.push(`${r.workflowId}: ${r.error.message}`);
+    expect(failures).toEqual([]);
+    expect(histories.length).toBeGreaterThanOrEqual(5);
   });
 });
