@@ -11,9 +11,13 @@
 import { z } from 'zod';
 import {
   CreateDeliveryRequestSchema,
+  DestinationLocationSchema,
+  DestinationRequestSchema,
+  DestinationUpdateSchema,
   DESTINATION_STATUSES,
   DELIVERY_STATUSES,
   PackageTypeSchema,
+  PickupLocationSchema,
   PriceSchema,
   QuoteSchema,
   ReferenceNumber,
@@ -31,7 +35,7 @@ function definition<T extends z.ZodType>(schema: T, id: string, description: str
 }
 
 // The provider's schemas the workflow's messages use, under the same names as in docs/openapi.json.
-for (const schema of [CreateDeliveryRequestSchema, PriceSchema, QuoteSchema, UpdateDeliveryRequestSchema, PackageTypeSchema]) {
+for (const schema of [PickupLocationSchema, DestinationLocationSchema, DestinationRequestSchema, DestinationUpdateSchema, PriceSchema, QuoteSchema, UpdateDeliveryRequestSchema, PackageTypeSchema]) {
   const meta = contractRegistry.get(schema);
   if (meta) workflowContractRegistry.add(schema, meta);
 }
