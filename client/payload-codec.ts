@@ -67,8 +67,10 @@ export class AesGcmPayloadCodec implements PayloadCodec {
   async decode(payloads: Payload[]): Promise<Payload[]> {
     return payloads.map((payload) => {
       if (Buffer.from(payload.metadata?.[METADATA_ENCODING_KEY] ?? []).toString() !== ENCRYPTED_ENCODING) return payload;
-      const cipher = Buffer.from(payload.metadata?.[CIPHER_METADATA] ?? []).toString();
-      if (cipher !== CIPHER) throw new Error(`encrypted payload uses cipher "${cipher}"; only ${CIPHER} is supported`);
+      const cipher = payload.metadata?.[CIPHER_METADATA];
+      if (cipher !== undefined && cipher !== null && Buffer.from(cipher).toString() !== CIPHER) {
+        throw new Error(`encrypted payload uses cipher "${Buffer.from(cipher).toString()}"; only ${CIPHER} is supported`);
+      }
       const keyId = Buffer.from(payload.metadata?.[KEY_ID_METADATA] ?? []).toString();
       const key = this.keys.get(keyId);
       if (!key) throw new Error(`no payload key with id "${keyId}" is configured (DELIVERY_PAYLOAD_KEYS); cannot decrypt`);

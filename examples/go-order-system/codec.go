@@ -127,7 +127,7 @@ func (c *AESGCMCodec) Decode(payloads []*commonpb.Payload) ([]*commonpb.Payload,
 			out[i] = p
 			continue
 		}
-		if got := string(p.GetMetadata()[metaCipher]); got != cipherName {
+		if got, ok := p.GetMetadata()[metaCipher]; ok && string(got) != cipherName {
 			return nil, fmt.Errorf("encrypted payload uses cipher %q; only %s is supported", got, cipherName)
 		}
 		keyID := string(p.GetMetadata()[metaKeyID])
