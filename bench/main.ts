@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { limitsBenchmark } from './limits';
 import { scaleBenchmark } from './scale';
 import { simulatorBenchmark } from './simulator';
+import { startChecksBenchmark } from './start-checks';
 import { webhooksBenchmark } from './webhooks';
 
 export interface BenchmarkResult {
@@ -22,6 +23,7 @@ const BENCHMARKS: Record<string, { describe: string; run: () => Promise<Record<s
   simulator: { describe: 'throughput of the provider simulator (so other benchmarks know it is not their bottleneck)', run: simulatorBenchmark },
   limits: { describe: 'dispatch at the provider limits: window limiter vs task-queue limit vs a naive client; crash and outage runs (starts its own Temporal dev server)', run: limitsBenchmark },
   scale: { describe: 'many open deliveries (10,000 × 5 destinations) followed by one worker process: start rate, status latency, worker memory by cache size (starts its own Temporal dev server)', run: scaleBenchmark },
+  'start-checks': { describe: "the delivery workflow's start check: in the worker's thread (as it runs) against the same schemas evaluated in each workflow's sandbox; no server", run: startChecksBenchmark },
   webhooks: { describe: 'webhook bridge: throughput against raw signals, acknowledgement and propagation latency (starts its own Temporal dev server)', run: webhooksBenchmark },
 };
 

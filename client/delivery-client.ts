@@ -16,14 +16,10 @@ import {
   type WorkflowHandle,
 } from '@temporalio/client';
 import { ApplicationFailure, CancelledFailure, TerminatedFailure, TypedSearchAttributes } from '@temporalio/common';
-import { z } from 'zod';
 import { ProviderClient } from '../provider/client';
 import { providerConfigFromEnv, type ProviderConfig } from '../provider/config';
 import { pickupTimeIssues } from '../provider/rules';
 import {
-  CreateDeliveryRequestSchema,
-  PriceSchema,
-  QuoteSchema,
   ReferenceNumber,
   UpdateDeliveryRequestSchema,
   type FieldIssue,
@@ -46,6 +42,7 @@ import {
   type FollowUpSettings,
   type TimelineEntry,
 } from '../workflows/messages';
+import { DeliveryOrderSchema, DeliveryWorkflowInputSchema } from '../workflows/contract';
 import { deliveryStaticDetails, deliverySummary } from '../workflows/details';
 import { quoteFingerprint } from '../workflows/quote-fingerprint';
 import * as SearchAttributes from '../workflows/search-attributes';
@@ -116,21 +113,8 @@ export interface WatchUpdate {
   changes: TimelineEntry[];
 }
 
-const DeliveryOrderSchema = CreateDeliveryRequestSchema.omit({ reference_number: true }).strict();
-const StartOptionsSchema = z.object({
-  reference: ReferenceNumber,
-  maxPrice: PriceSchema.optional(),
-  approvalTimeoutMs: z.number().int().min(1_000).max(7 * 24 * 3_600_000).optional(),
-  followUp: z
-    .object({
-      quietMs: z.number().int().min(1_000).optional(),
-      windowGraceMs: z.number().int().min(0).optional(),
-      jitter: z.number().min(0).max(0.9).optional(),
-    })
-    .strict()
-    .optional(),
-  quote: QuoteSchema.extend({ fingerprint: z.string().regex(/^[0-9a-f]{64}$/, { message: 'must be the fingerprint quote() returned' }) }).optional(),
-});
+/** The workflow's own contract (workflows/contract.ts): the client refuses what the workflow would refuse, before starting it. */
+const StartOptionsSchema = DeliveryWorkflowInputSchema.pick({ reference: true, maxPrice: true, approvalTimeoutMs: true, followUp: true, quote: true });
 
 export interface DeliveryClientOptions {
   temporal: Client;
@@ -178,6 +162,7 @@ export class DeliveryClient {
         args: [input],
         // A reference is used once, ever: a finished delivery is not started again either.
         workflowIdReusePolicy: 'REJECT_DUPLICATE',
+        // The workflow sets these itself in its first task; set here they are visible at once.
         typedSearchAttributes: new TypedSearchAttributes([
           { key: SearchAttributes.OrderReference, value: input.reference },
           { key: SearchAttributes.IsFood, value: input.order.is_food },

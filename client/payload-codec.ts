@@ -3,6 +3,7 @@
  * arguments carry recipients' names, phones and addresses; this codec encrypts every payload
  * with AES-256-GCM before it leaves the process, so the server's history stores ciphertext only.
  *
+ * The format, precisely enough for another language, with test vectors: docs/payload-encryption.md.
  * Keys come from the environment (`DELIVERY_PAYLOAD_KEYS`: `id:base64key[,id:base64key…]`, the
  * first one encrypts, all of them decrypt, for rotation). Each encrypted payload names its key id
  * in its metadata, so old histories stay readable after a new key is put first.
@@ -33,8 +34,14 @@ export class AesGcmPayloadCodec implements PayloadCodec {
   private readonly keys: Map<string, Buffer>;
   private readonly active: PayloadKey;
 
-  /** `keys[0]` encrypts; every key decrypts. */
-  constructor(keys: readonly PayloadKey[]) {
+  private readonly nonce: () => Buffer;
+
+  /**
+   * `keys[0]` encrypts; every key decrypts. `nonce` exists for the format's fixed test vectors
+   * (docs/payload-encryption.md) only: anything but a fresh random nonce per payload breaks GCM.
+   */
+  constructor(keys: readonly PayloadKey[], options: { nonce?: () => Buffer } = {}) {
+    this.nonce = options.nonce ?? (() => randomBytes(IV_BYTES));
     if (keys.length === 0) throw new Error('the payload codec needs at least one key');
     for (const k of keys) if (k.key.length !== 32) throw new Error(`payload key ${k.id} must be 32 bytes (AES-256), not ${k.key.length}`);
     this.keys = new Map(keys.map((k) => [k.id, k.key]));
@@ -43,7 +50,8 @@ export class AesGcmPayloadCodec implements PayloadCodec {
 
   async encode(payloads: Payload[]): Promise<Payload[]> {
     return payloads.map((payload) => {
-      const iv = randomBytes(IV_BYTES);
+      const iv = this.nonce();
+      if (iv.length !== IV_BYTES) throw new Error(`a payload nonce must be ${IV_BYTES} bytes`);
       const cipher = createCipheriv('aes-256-gcm', this.active.key, iv);
       const plain = temporal.api.common.v1.Payload.encode(payload).finish();
       const data = Buffer.concat([iv, cipher.update(plain), cipher.final(), cipher.getAuthTag()]);
@@ -61,6 +69,10 @@ export class AesGcmPayloadCodec implements PayloadCodec {
   async decode(payloads: Payload[]): Promise<Payload[]> {
     return payloads.map((payload) => {
       if (Buffer.from(payload.metadata?.[METADATA_ENCODING_KEY] ?? []).toString() !== ENCRYPTED_ENCODING) return payload;
+      const cipher = payload.metadata?.[CIPHER_METADATA];
+      if (cipher !== undefined && cipher !== null && Buffer.from(cipher).toString() !== CIPHER) {
+        throw new Error(`encrypted payload uses cipher "${Buffer.from(cipher).toString()}"; only ${CIPHER} is supported`);
+      }
       const keyId = Buffer.from(payload.metadata?.[KEY_ID_METADATA] ?? []).toString();
       const key = this.keys.get(keyId);
       if (!key) throw new Error(`no payload key with id "${keyId}" is configured (DELIVERY_PAYLOAD_KEYS has ${[...this.keys.keys()].map((k) => `"${k}"`).join(', ')}); cannot decrypt`);

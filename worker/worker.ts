@@ -14,6 +14,7 @@ import { bundleWorkflowCode, Worker, type NativeConnection, type WorkflowBundle,
 import type { Client } from '@temporalio/client';
 import { createGateActivities, startGate } from '../activities/gate-activities';
 import type { ProviderActivities } from '../activities/provider-activities';
+import { createStartCheckActivities } from '../activities/start-checks';
 import type { CallFamily } from '../provider/limits';
 import { gateTaskQueue, providerTaskQueues } from '../workflows/task-queues';
 import { DEFAULT_PACING, taskQueueRatePerSecond, type PacingSettings } from './pacing-config';
@@ -81,7 +82,7 @@ export async function createDeliveryWorkers(o: DeliveryWorkerOptions): Promise<D
     ...base,
     taskQueue: o.taskQueue,
     workflowBundle,
-    activities: gateActivities,
+    activities: { ...gateActivities, ...createStartCheckActivities() },
     maxCachedWorkflows: o.maxCachedWorkflows,
     maxConcurrentWorkflowTaskExecutions: o.maxConcurrentWorkflowTasks ?? DEFAULT_MAX_CONCURRENT_WORKFLOW_TASKS,
     stickyQueueScheduleToStartTimeout: o.stickyQueueTimeoutMs ?? DEFAULT_STICKY_QUEUE_TIMEOUT_MS,

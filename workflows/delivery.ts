@@ -45,6 +45,7 @@ import {
 } from './messages';
 import { DeliveryId, DeliveryStatus, QuotedPrice } from './search-attributes';
 import { deliveryDetails } from './details';
+import { startChecks } from './start-checks';
 import { DeliveryTracker } from './state';
 import { providerTaskQueues } from './task-queues';
 import { GateCalls } from './gate';
@@ -99,6 +100,9 @@ export async function quoteOnly(order: CreateDeliveryRequest): Promise<Quote | C
 }
 
 export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryResult> {
+  // Input, workflow ID and search attributes, whoever started it (workflows/start-checks.ts).
+  const checked = startChecks(input);
+  if (!checked.readable) await checked.passed;
   const tracker = input.resume ? new DeliveryTracker(input.resume.tracker) : DeliveryTracker.start(input);
   const state = tracker.state;
   const act = providerActivities();
@@ -184,6 +188,7 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
 
   if (input.resume) return await follow();
 
+  await checked.passed; // before any provider call or pacing request
   const pacing = await pacingSettings();
   const gate = pacing.pacing === 'gate' ? new GateCalls(pacing) : undefined;
 

@@ -27,4 +27,6 @@ export const WORKFLOW_FAILURE_TYPES = {
   quoteRejected: 'QuoteRejected',
   quoteNotApproved: 'QuoteApprovalTimedOut',
   currencyMismatch: 'QuoteCurrencyMismatch',
+  /** The start's input or workflow ID broke the contract; details[0] lists `{ field, message }` per issue. */
+  invalidInput: 'InvalidDeliveryInput',
 } as const;

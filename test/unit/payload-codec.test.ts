@@ -1,6 +1,9 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { createDecipheriv } from 'node:crypto';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Payload } from '@temporalio/common';
+import { temporal } from '@temporalio/proto';
 import { AesGcmPayloadCodec, dataConverterFromEnv, generatePayloadKey, NoKeysPayloadCodec, payloadCodecFromEnv, talksToLocalStack } from '../../client/payload-codec';
 
 const json = (text: string) => ({ metadata: { encoding: Buffer.from('json/plain') }, data: Buffer.from(JSON.stringify(text)) });
@@ -83,5 +86,63 @@ describe('which payload keys a process uses', () => {
     expect(await none.payloadCodecs[0]!.decode([json('plain')])).toEqual([json('plain')]);
     const other = payloadCodecFromEnv({ DELIVERY_PAYLOAD_KEYS: generatePayloadKey('k2') })!;
     await expect(other.decode([encrypted!])).rejects.toThrow(/no payload key with id "local" is configured \(DELIVERY_PAYLOAD_KEYS has "k2"\)/);
+  });
+});
+
+/** docs/payload-encryption-vectors.json: the format's fixed vectors, shared with examples/go-order-system. */
+interface Vectors {
+  keys: { id: string; key_hex: string; key_base64: string }[];
+  vectors: {
+    name: string;
+    key_id: string;
+    nonce_hex: string;
+    payload: { metadata: Record<string, string>; data_utf8: string };
+    plaintext_hex: string;
+    encrypted: { metadata: Record<string, string>; data_hex: string };
+  }[];
+  must_fail: { name: string; encrypted: { metadata: Record<string, string>; data_hex: string } }[];
+}
+
+describe('the payload encryption format (docs/payload-encryption.md)', () => {
+  const doc = JSON.parse(readFileSync(join(__dirname, '../../docs/payload-encryption-vectors.json'), 'utf8')) as Vectors;
+  const keys = doc.keys.map((k) => ({ id: k.id, key: Buffer.from(k.key_hex, 'hex') }));
+  const toPayload = (p: { metadata: Record<string, string>; data_hex?: string; data_utf8?: string }) => ({
+    metadata: Object.fromEntries(Object.entries(p.metadata).map(([k, v]) => [k, Buffer.from(v)])),
+    data: p.data_hex !== undefined ? Buffer.from(p.data_hex, 'hex') : Buffer.from(p.data_utf8 ?? ''),
+  });
+  const text = (p: Payload) => ({
+    metadata: Object.fromEntries(Object.entries(p.metadata ?? {}).map(([k, v]) => [k, Buffer.from(v!).toString()])),
+    data: Buffer.from(p.data ?? []).toString('hex'),
+  });
+
+  it('has vectors for several keys, an empty payload and non-ASCII data, and keys written both ways', () => {
+    expect(doc.vectors.length).toBeGreaterThanOrEqual(4);
+    expect(new Set(doc.vectors.map((v) => v.key_id)).size).toBe(2);
+    for (const k of doc.keys) expect(Buffer.from(k.key_base64, 'base64').toString('hex')).toBe(k.key_hex);
+  });
+
+  it.each(doc.vectors.map((v) => [v.name, v] as const))('encrypts %s to the vector exactly, with a fixed nonce', async (_name, v) => {
+    const active = keys.find((k) => k.id === v.key_id)!;
+    const codec = new AesGcmPayloadCodec([active, ...keys.filter((k) => k !== active)], { nonce: () => Buffer.from(v.nonce_hex, 'hex') });
+    const [encrypted] = await codec.encode([toPayload(v.payload)]);
+    expect(text(encrypted!)).toEqual({ metadata: v.encrypted.metadata, data: v.encrypted.data_hex });
+    // The plaintext is the payload's protobuf encoding (temporal.api.common.v1.Payload).
+    expect(Buffer.from(temporal.api.common.v1.Payload.encode(toPayload(v.payload)).finish()).toString('hex')).toBe(v.plaintext_hex);
+  });
+
+  it.each(doc.vectors.map((v) => [v.name, v] as const))('decrypts %s with every key configured, and with plain AES-256-GCM', async (_name, v) => {
+    const codec = new AesGcmPayloadCodec(keys);
+    const [decoded] = await codec.decode([toPayload(v.encrypted)]);
+    expect(text(decoded!)).toEqual(text(toPayload(v.payload)));
+    // Independently of the codec: nonce (12) || ciphertext || tag (16), no additional data.
+    const data = Buffer.from(v.encrypted.data_hex, 'hex');
+    const decipher = createDecipheriv('aes-256-gcm', keys.find((k) => k.id === v.key_id)!.key, data.subarray(0, 12));
+    decipher.setAuthTag(data.subarray(data.length - 16));
+    const plain = Buffer.concat([decipher.update(data.subarray(12, data.length - 16)), decipher.final()]);
+    expect(plain.toString('hex')).toBe(v.plaintext_hex);
+  });
+
+  it.each(doc.must_fail.map((v) => [v.name, v] as const))('refuses %s', async (_name, v) => {
+    await expect(new AesGcmPayloadCodec(keys).decode([toPayload(v.encrypted)])).rejects.toThrow();
   });
 });

@@ -1,0 +1,75 @@
+/**
+ * docs/workflow-contract.json: the delivery workflow's contract for clients in any language, as
+ * JSON Schema 2020-12 generated from the zod schemas in contract.ts (`npm run workflow-schema`),
+ * with what a client needs besides the shapes: names, IDs, search attributes, failure types.
+ * Checked equal to the generated document by test/unit/workflow-contract.test.ts.
+ */
+import { z } from 'zod';
+import { workflowContractRegistry } from './contract';
+import { NON_RETRYABLE_PROVIDER_FAILURES, PROVIDER_FAILURE_TYPES, WORKFLOW_FAILURE_TYPES } from './failures';
+import { DELIVERY_SEARCH_ATTRIBUTES } from './search-attributes';
+import { DEFAULT_TASK_QUEUE } from './task-queues';
+
+type Json = Record<string, unknown>;
+const ref = (id: string): Json => ({ $ref: `#/$defs/${id}` });
+
+function definitions(): Record<string, Json> {
+  const { schemas } = z.toJSONSchema(workflowContractRegistry, { target: 'draft-2020-12', uri: (id) => `#/$defs/${id}`, unrepresentable: 'any' });
+  const out: Record<string, Json> = {};
+  for (const [id, schema] of Object.entries(schemas)) {
+    const { $schema: _s, $id: _i, ...rest } = schema as Json;
+    out[id] = rest;
+  }
+  return Object.fromEntries(Object.entries(out).sort(([a], [b]) => a.localeCompare(b)));
+}
+
+const SET_AT_START = 'set by the workflow in its first task (starters may set it at start too, so it is visible sooner)';
+const SEARCH_ATTRIBUTE_NOTES: Record<string, string> = {
+  OrderReference: `the reference; ${SET_AT_START}`,
+  IsFood: `order.is_food; ${SET_AT_START}`,
+  DestinationCount: `number of destinations; ${SET_AT_START}`,
+  DeliveryId: "the provider's delivery id, once created",
+  DeliveryStatus: 'the delivery status, on every change',
+  QuotedPrice: 'quoted price in minor units, once quoted',
+};
+
+export function workflowContractDocument(): Json {
+  return {
+    $schema: 'https://json-schema.org/draft/2020-12/schema',
+    $id: 'urn:delivery-orchestrator:workflow-contract',
+    title: 'The delivery workflow, for Temporal clients in any language',
+    description:
+      'Generated from workflows/contract.ts. Start the workflow type `delivery` by name with one JSON argument (DeliveryWorkflowInput), ' +
+      'follow it with the `status` query, change it with the updates, cancel it with workflow cancellation. See docs/any-language.md. ' +
+      'Payloads are JSON (`json/plain`), encrypted as docs/payload-encryption.md says when the deployment sets DELIVERY_PAYLOAD_KEYS.',
+    'x-temporal-workflow': {
+      workflowType: 'delivery',
+      taskQueue: `${DEFAULT_TASK_QUEUE} (DELIVERY_TASK_QUEUE of the deployment)`,
+      workflowId: 'delivery:<reference>; any other ID is refused with InvalidDeliveryInput',
+      workflowIdReusePolicy: 'REJECT_DUPLICATE (a reference is used once, ever)',
+      input: ref('DeliveryWorkflowInput'),
+      result: ref('DeliveryState'),
+      priority: 'priorityKey 1 for food orders, 3 for others (the workflow cannot set its own priority; starters should)',
+      staticSummary: 'optional, for the Web UI: e.g. "2 stops · food · ref A-1042"; never personal data',
+      cancellation: 'cancel the workflow: before creation nothing is created; after, the delivery is cancelled at the provider, or, if the provider refuses, followed to its real end (DeliveryState.cancellation says which)',
+      queries: { status: { args: [], result: ref('DeliveryState') } },
+      updates: {
+        updateDelivery: { args: [ref('UpdateDeliveryRequest')], result: ref('DeliveryState'), allowed: 'while phase is following and status CREATED or ASSIGNED; rejected before it reaches history otherwise' },
+        approveQuote: { args: [], result: ref('DeliveryState'), allowed: 'while phase is awaiting_approval' },
+        rejectQuote: { args: [ref('RejectReason')], result: ref('DeliveryState'), allowed: 'while phase is awaiting_approval' },
+      },
+      signals: { statusChanged: { args: [ref('StatusChange')], sentBy: 'the webhook bridge' } },
+      searchAttributes: DELIVERY_SEARCH_ATTRIBUTES.map((k) => ({ name: k.name, type: k.type, meaning: SEARCH_ATTRIBUTE_NOTES[k.name] })),
+      failures: {
+        [WORKFLOW_FAILURE_TYPES.invalidInput]: 'non-retryable; the input or workflow ID broke the contract; details[0] is [{ field, message }], nothing was quoted or created',
+        [WORKFLOW_FAILURE_TYPES.quoteRejected]: 'non-retryable; rejectQuote was called; nothing was created',
+        [WORKFLOW_FAILURE_TYPES.quoteNotApproved]: 'non-retryable; no approval within approvalTimeoutMs; nothing was created',
+        [WORKFLOW_FAILURE_TYPES.currencyMismatch]: 'non-retryable; maxPrice is in another currency than the quote; nothing was created',
+        ...Object.fromEntries(
+          Object.values(PROVIDER_FAILURE_TYPES).map((t) => [t, `the provider's answer, as the cause of an activity failure${NON_RETRYABLE_PROVIDER_FAILURES.includes(t) ? ' (non-retryable)' : ' (retried by the workflow)'}`]),
+        ),
+      },
+    },
+    $defs: definitions(),
+  };
+}
