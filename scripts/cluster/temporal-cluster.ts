@@ -68,11 +68,35 @@ export function defaultClusterPorts(): ClusterPorts {
   };
 }
 
-/** Free ports for everything (tests, benchmarks). */
+/**
+ * Free ports for everything (tests, benchmarks). The membership ports stay below 32768: the
+ * PostgreSQL schema keeps them in a smallint column (cluster_membership.rpc_port), and a process
+ * whose port does not fit cannot join the ring ("value out of range for type smallint").
+ */
 export async function freeClusterPorts(withUi = false): Promise<ClusterPorts> {
   const services: ClusterPorts['services'] = {};
-  for (const p of SERVICE_PROCESSES) if (p.service !== 'frontend') services[p.name] = { grpc: await freePort(), membership: await freePort() };
-  return { postgres: await freePort(), frontend: await freePort(), frontendHttp: await freePort(), frontendMembership: await freePort(), services, ui: withUi ? await freePort() : undefined };
+  for (const p of SERVICE_PROCESSES) if (p.service !== 'frontend') services[p.name] = { grpc: await freePort(), membership: await freeMembershipPort() };
+  return { postgres: await freePort(), frontend: await freePort(), frontendHttp: await freePort(), frontendMembership: await freeMembershipPort(), services, ui: withUi ? await freePort() : undefined };
+}
+
+const handedOut = new Set<number>();
+
+/** A free port in 20000–32767 (random, so parallel runs rarely pick the same one). */
+export async function freeMembershipPort(): Promise<number> {
+  for (let tries = 0; tries < 200; tries++) {
+    const port = 20_000 + Math.floor(Math.random() * 12_768);
+    if (handedOut.has(port)) continue;
+    const free = await new Promise<boolean>((resolve) => {
+      const srv = createServer();
+      srv.once('error', () => resolve(false));
+      srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
+    });
+    if (free) {
+      handedOut.add(port);
+      return port;
+    }
+  }
+  throw new Error('no free port found in 20000-32767 for Temporal membership');
 }
 
 export interface ClusterOptions {
@@ -201,13 +225,14 @@ export class TemporalCluster {
     return proc;
   }
 
-  /** Starts (or starts again) one service process and waits until its gRPC port answers. */
+  /** Starts (or starts again) one service process and waits until it listens. */
   async startService(name: string): Promise<void> {
     const spec = SERVICE_PROCESSES.find((p) => p.name === name);
     if (!spec) throw new Error(`no cluster process named ${name}`);
     const args = ['--root', ROOT, '--config', 'deploy', '--env', 'temporal-cluster', '--allow-no-auth', 'start', '--service', spec.service];
     const proc = this.spawnLogged(name, spec.service, this.o.tools.server, args, this.env(name));
-    const port = spec.service === 'frontend' ? this.o.ports.frontend : this.o.ports.services[name]!.grpc;
+    // The worker service serves no gRPC of its own: it is up once it listens for membership.
+    const port = spec.service === 'frontend' ? this.o.ports.frontend : spec.service === 'worker' ? this.o.ports.services[name]!.membership : this.o.ports.services[name]!.grpc;
     const deadline = Date.now() + 120_000;
     for (;;) {
       if (proc.child.exitCode !== null || proc.child.signalCode !== null) throw new Error(`Temporal ${name} exited while starting:\n${proc.recent.trim()}`);
