@@ -173,7 +173,11 @@ export class TemporalCluster {
       });
       this.o.log(`[cluster] schema: ${Object.entries(versions).map(([db, v]) => `${db} ${v}`).join(', ')}`);
       this.o.log(`[cluster] starting ${SERVICE_PROCESSES.map((p) => p.name).join(', ')}...`);
-      await Promise.all(SERVICE_PROCESSES.map((p) => this.startService(p.name)));
+      // The first process writes the cluster's metadata into a new database; several at once
+      // race for it and the losers exit ("failed to initialize current cluster metadata").
+      const [first, ...rest] = SERVICE_PROCESSES;
+      await this.startService(first!.name);
+      await Promise.all(rest.map((p) => this.startService(p.name)));
       await this.waitForFrontend(120_000);
       await this.registerNamespace();
       await this.registerSearchAttributes();
