@@ -33,7 +33,7 @@ export function renderNginxConfig(o: { listenPort: number; bridgePorts: number[]
   return readFileSync(NGINX_TEMPLATE, 'utf8')
     .replaceAll('@PREFIX@', o.prefix)
     .replaceAll('@LISTEN_PORT@', String(o.listenPort))
-    .replace('@BRIDGES@', o.bridgePorts.map((p) => `server 127.0.0.1:${p} max_fails=1 fail_timeout=2s;`).join('\n    '));
+    .replaceAll('@BRIDGES@', o.bridgePorts.map((p) => `server 127.0.0.1:${p} max_fails=1 fail_timeout=2s;`).join('\n    '));
 }
 
 export class LoadBalancer {

@@ -267,7 +267,7 @@ export class TemporalCluster {
 
   private async waitForFrontend(timeoutMs: number): Promise<void> {
     const deadline = Date.now() + timeoutMs;
-    let last = '';
+    let last: string;
     for (;;) {
       let connection: Connection | undefined;
       try {
@@ -341,6 +341,13 @@ export class TemporalCluster {
     }
   }
 
+  /** SIGKILLs every process at once (a benchmark's watchdog, on its way out). */
+  killAll(): void {
+    this.stopping = true;
+    for (const p of this.processes.values()) p.child.kill('SIGKILL');
+    if (this.postgres.pid) process.kill(this.postgres.pid, 'SIGKILL');
+  }
+
   /** Stops every process (Temporal services first, PostgreSQL last). */
   async stop(): Promise<void> {
     this.stopping = true;
@@ -379,7 +386,7 @@ async function eventually<T>(fn: () => Promise<T>, timeoutMs: number, what: stri
     try {
       return await fn();
     } catch (err) {
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${(err as Error).message}`);
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${(err as Error).message}`, { cause: err });
       await sleep(1_000);
     }
   }

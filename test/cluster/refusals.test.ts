@@ -85,12 +85,13 @@ test('refuses with PostgreSQL’s own reason when PostgreSQL cannot start, and l
   const pgdata = join(dir, 'postgresql');
   mkdirSync(pgdata, { mode: 0o700 });
   writeFileSync(join(pgdata, 'PG_VERSION'), '9.6\n');
+  writeFileSync(join(pgdata, 'postgresql.conf'), '');
   if (process.getuid?.() === 0) {
     // As root, PostgreSQL runs as the postgres user (scripts/cluster/postgres.ts): give it the directory.
     const owner = Number((await run('id', ['-u', 'postgres'])).stdout.trim());
     const group = Number((await run('id', ['-g', 'postgres'])).stdout.trim());
     chownSync(pgdata, owner, group);
-    chownSync(join(pgdata, 'PG_VERSION'), owner, group);
+    for (const f of ['PG_VERSION', 'postgresql.conf']) chownSync(join(pgdata, f), owner, group);
   }
   const c = await cluster(dir);
   const err = (await c.start().catch((e: Error) => e)) as Error;

@@ -129,11 +129,15 @@ export class ClusterStack {
     return { ...process.env, ...this.env };
   }
 
+  /** Stops everything, each part even if another fails to stop. */
   async stop(): Promise<void> {
-    await this.connection?.close().catch(() => undefined);
-    await this.group.stopAll();
-    await this.lb?.stop();
-    await this.cluster?.stop();
+    const errors: unknown[] = [];
+    for (const step of [() => this.connection?.close(), () => this.group.stopAll(), () => this.lb?.stop(), () => this.cluster?.stop()]) {
+      await Promise.resolve()
+        .then(step)
+        .catch((e: unknown) => errors.push(e));
+    }
     rmSync(this.dataDir, { recursive: true, force: true });
+    if (errors.length > 0) throw errors[0];
   }
 }
