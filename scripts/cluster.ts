@@ -40,7 +40,7 @@ let lb: LoadBalancer | undefined;
 let stopping = false;
 
 function log(line: string): void {
-  process.stdout.write(`[cluster] ${line.replace(/^\[cluster\] /, '')}\n`);
+  process.stdout.write(line.startsWith('[') ? `${line}\n` : `[cluster] ${line}\n`);
 }
 
 function runService(name: string, entry: string, env: NodeJS.ProcessEnv, ready: RegExp): Promise<ChildProcess> {
@@ -111,8 +111,11 @@ async function main(): Promise<void> {
     ports,
     codecEndpoint: CODEC_URL,
     log,
-    // Warnings and errors only (deploy/temporal-cluster.yaml's log level), prefixed by process.
-    output: (name, line) => process.stdout.write(`[${name}] ${line}\n`),
+    // Temporal: warnings and errors (deploy/temporal-cluster.yaml's log level); PostgreSQL: only
+    // what ends a session or the server (its ERROR lines are the statements Temporal retries).
+    output: (name, line) => {
+      if (name !== 'postgresql' || /\b(FATAL|PANIC):/.test(line)) process.stdout.write(`[${name}] ${line}\n`);
+    },
   });
   cluster.onUnexpectedExit = (name, detail) => {
     if (stopping) return;
