@@ -40,7 +40,13 @@ async function main(): Promise<void> {
   const os = await import('node:os');
   const result: BenchmarkResult = {
     name,
-    command: `npm run bench -- ${name}${onCluster ? ' --cluster' : ''}`,
+    // With the benchmark's own settings from the environment, so the run can be repeated as it was.
+    command: [
+      ...Object.entries(process.env)
+        .filter(([k]) => /^[A-Z]+_BENCH_/.test(k))
+        .map(([k, v]) => `${k}=${v}`),
+      `npm run bench -- ${name}${onCluster ? ' --cluster' : ''}`,
+    ].join(' '),
     machine: { cpus: os.cpus().length, node: process.version },
     figures,
     finishedAt: new Date().toISOString(),
