@@ -47,9 +47,9 @@ const FOOD_EVERY = 4; // a quarter of the orders carry food
 const TWIN_EVERY = 10; // every tenth order repeats the previous one's inputs (a re-submitted order)
 const TIME_LIMIT_MS = num('LIMITS_BENCH_TIME_LIMIT_MIN', 40) * 60_000;
 const PHASES = (process.env.LIMITS_BENCH_PHASES ?? 'window,task-queue,naive,crash,outage').split(',');
-/** `npm run bench -- limits --cluster`: on the Temporal cluster of `npm run cluster` instead of a dev server. */
-const ON_CLUSTER = process.env.BENCH_TEMPORAL === 'cluster';
-const WORKERS = num('LIMITS_BENCH_WORKERS', ON_CLUSTER ? 4 : 2);
+/** `npm run bench -- limits --cluster`: on the Temporal cluster of `npm run cluster` instead of a dev server (read when the run starts). */
+const onCluster = () => process.env.BENCH_TEMPORAL === 'cluster' || process.argv.slice(3).includes('--cluster');
+const workerCount = () => num('LIMITS_BENCH_WORKERS', onCluster() ? 4 : 2);
 
 /** The provider's limits in real time at this scale: what the simulator enforces and the workers are told. */
 const LIMITS: Record<CallFamily, RateLimit> = Object.fromEntries(
@@ -115,7 +115,7 @@ function workerEnv(ctx: Context, o: { taskQueue: string; url: string; key: strin
   };
 }
 
-async function startWorkers(ctx: Context, env: Record<string, string>, count = WORKERS): Promise<WorkerProcess[]> {
+async function startWorkers(ctx: Context, env: Record<string, string>, count = workerCount()): Promise<WorkerProcess[]> {
   const workers = Array.from({ length: count }, (_, i) => new WorkerProcess(`worker-${i + 1}`, env));
   await Promise.all(workers.map((w) => w.start()));
   return workers;
@@ -483,12 +483,12 @@ function countBy(xs: string[]): Record<string, number> {
 }
 
 export async function limitsBenchmark(): Promise<Record<string, number | string>> {
-  const { cli, server } = ON_CLUSTER ? await startBenchCluster(progress, TIME_LIMIT_MS) : await startBenchServer(progress, TIME_LIMIT_MS);
+  const { cli, server } = onCluster() ? await startBenchCluster(progress, TIME_LIMIT_MS) : await startBenchServer(progress, TIME_LIMIT_MS);
   const connection = await Connection.connect({ address: server.address });
   const ctx: Context = { server, cli, temporal: new Client({ connection, namespace: server.namespace }), bundle: await prebuiltBundle() };
   const figures: Record<string, number | string> = {
-    temporal: ON_CLUSTER ? 'cluster (PostgreSQL, frontend, 2 history, 2 matching, worker service)' : 'dev server',
-    worker_processes: WORKERS,
+    temporal: onCluster() ? 'cluster (PostgreSQL, frontend, 2 history, 2 matching, worker service)' : 'dev server',
+    worker_processes: workerCount(),
     scale: SCALE,
     orders: ORDERS,
     creations_limit: `${LIMITS.creations.limit} per ${LIMITS.creations.windowMs / 1000} s`,
