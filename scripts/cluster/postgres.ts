@@ -9,7 +9,7 @@
  * they are missing and this runs as root with apt-get, `postgresql` is installed from Debian.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chownSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chownSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 
@@ -119,7 +119,7 @@ export class Postgres {
       ...this.owner,
       cwd: '/',
     });
-    spawnSync('rm', ['-f', pwfile]);
+    rmSync(pwfile, { force: true });
     if (r.status !== 0) throw new Error(`PostgreSQL's initdb failed (exit ${r.status}) for ${this.o.dataDir}:\n${(r.stderr || r.stdout).slice(-2000)}`);
   }
 
@@ -158,7 +158,7 @@ export class Postgres {
     clearTimeout(timer);
   }
 
-  /** Runs one SQL statement with psql-like semantics through the server binary's client, returning rows as text. */
+  /** Runs one SQL statement with psql (unaligned, tuples only) and returns its output or its error. */
   query(database: string, sql: string): { ok: boolean; out: string } {
     const psql = existsSync(join(this.bin, 'psql')) ? join(this.bin, 'psql') : 'psql';
     const r = spawnSync(psql, ['-h', '127.0.0.1', '-p', String(this.o.port), '-U', this.o.user, '-d', database, '-tAc', sql], {
