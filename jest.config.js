@@ -1,6 +1,7 @@
-// Three projects: `unit` runs without any server (mocks allowed only here); `http` starts real
+// Four projects: `unit` runs without any server (mocks allowed only here); `http` starts real
 // HTTP servers on 127.0.0.1 (simulator, bridge); `temporal` also shares one Temporal dev server,
-// started once in globalSetup.
+// started once in globalSetup; `cluster` provisions a multi-process Temporal cluster on PostgreSQL
+// per test file (test/helpers/cluster.ts).
 const transform = { '^.+\\.ts$': ['@swc/jest', { jsc: { target: 'es2022' } }] };
 
 /** @type {import('jest').Config} */
@@ -26,6 +27,15 @@ module.exports = {
       globalSetup: '<rootDir>/test/helpers/global-setup.ts',
       setupFiles: ['<rootDir>/test/helpers/quiet-runtime.ts'],
       globalTeardown: '<rootDir>/test/helpers/global-teardown.ts',
+    },
+    {
+      // A production-shaped Temporal cluster on PostgreSQL (scripts/cluster/), nginx and several
+      // worker and bridge processes; each test file provisions its own on free ports.
+      displayName: 'cluster',
+      testEnvironment: 'node',
+      transform,
+      testMatch: ['<rootDir>/test/cluster/**/*.test.ts'],
+      setupFiles: ['<rootDir>/test/helpers/quiet-runtime.ts'],
     },
   ],
   testTimeout: 60_000,

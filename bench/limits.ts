@@ -1,7 +1,8 @@
 /**
  * `npm run bench -- limits`: pacing at the provider's limits, everything real on 127.0.0.1:
- * its own Temporal dev server, the simulator with its time scale shrinking the windows (strict
- * rolling windows, per key), delivery workers as two real processes.
+ * its own Temporal dev server (with --cluster: the Temporal cluster of `npm run cluster`), the
+ * simulator with its time scale shrinking the windows (strict rolling windows, per key), delivery
+ * workers as real processes (LIMITS_BENCH_WORKERS: 2 on the dev server, 4 on the cluster).
  *
  * Phases (LIMITS_BENCH_PHASES=gate,task-queue,naive,crash,outage,poison; all by default), each with
  * its own simulator, key and task queue:
@@ -26,7 +27,7 @@ import { DeliveryClient } from '../client/delivery-client';
 import { ProviderClient } from '../provider/client';
 import { RateLimitedError, ProviderUnavailableError } from '../provider/errors';
 import { PROVIDER_RATE_LIMITS, type CallFamily, type RateLimit } from '../provider/limits';
-import type { DevServer } from '../scripts/temporal-dev-server';
+import { startBenchCluster } from './bench-cluster';
 import { startBenchServer } from './bench-server';
 import { keyFingerprint } from '../simulator/auth';
 import { createSimulator, type Simulator, type SimulatorOptions } from '../simulator/server';
@@ -50,6 +51,9 @@ const TWIN_EVERY = 10; // every tenth order repeats the previous one's inputs (a
 const TIME_LIMIT_MS = num('LIMITS_BENCH_TIME_LIMIT_MIN', 40) * 60_000;
 const POISON_ORDERS = num('LIMITS_BENCH_POISON_ORDERS', 200);
 const PHASES = (process.env.LIMITS_BENCH_PHASES ?? 'gate,task-queue,naive,crash,outage,poison').split(',');
+/** `npm run bench -- limits --cluster`: on the Temporal cluster of `npm run cluster` instead of a dev server (read when the run starts). */
+const onCluster = () => process.env.BENCH_TEMPORAL === 'cluster' || process.argv.slice(3).includes('--cluster');
+const workerCount = () => num('LIMITS_BENCH_WORKERS', onCluster() ? 4 : 2);
 
 /** The provider's limits in real time at this scale: what the simulator enforces and the workers are told. */
 const LIMITS: Record<CallFamily, RateLimit> = Object.fromEntries(
@@ -84,7 +88,7 @@ function makeOrders(prefix: string, count: number): Order[] {
 }
 
 interface Context {
-  server: DevServer;
+  server: { address: string; namespace: string };
   temporal: Client;
   cli: string;
   bundle: string;
@@ -115,7 +119,7 @@ function workerEnv(ctx: Context, o: { taskQueue: string; url: string; key: strin
   };
 }
 
-async function startWorkers(ctx: Context, env: Record<string, string>, count = 2): Promise<WorkerProcess[]> {
+async function startWorkers(ctx: Context, env: Record<string, string>, count = workerCount()): Promise<WorkerProcess[]> {
   const workers = Array.from({ length: count }, (_, i) => new WorkerProcess(`worker-${i + 1}`, env));
   await Promise.all(workers.map((w) => w.start()));
   return workers;
@@ -548,10 +552,12 @@ function countBy(xs: string[]): Record<string, number> {
 }
 
 export async function limitsBenchmark(): Promise<Record<string, number | string>> {
-  const { cli, server } = await startBenchServer(progress, TIME_LIMIT_MS);
+  const { cli, server } = onCluster() ? await startBenchCluster(progress, TIME_LIMIT_MS) : await startBenchServer(progress, TIME_LIMIT_MS);
   const connection = await Connection.connect({ address: server.address });
   const ctx: Context = { server, cli, temporal: new Client({ connection, namespace: server.namespace }), bundle: await prebuiltBundle() };
   const figures: Record<string, number | string> = {
+    temporal: onCluster() ? 'cluster (PostgreSQL, frontend, 2 history, 2 matching, worker service)' : 'dev server',
+    worker_processes: workerCount(),
     scale: SCALE,
     orders: ORDERS,
     creations_limit: `${LIMITS.creations.limit} per ${LIMITS.creations.windowMs / 1000} s`,

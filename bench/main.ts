@@ -4,6 +4,7 @@
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { latencyBenchmark } from './latency';
 import { limitsBenchmark } from './limits';
 import { scaleBenchmark } from './scale';
 import { simulatorBenchmark } from './simulator';
@@ -22,6 +23,7 @@ export interface BenchmarkResult {
 const BENCHMARKS: Record<string, { describe: string; run: () => Promise<Record<string, number | string>> }> = {
   simulator: { describe: 'throughput of the provider simulator (so other benchmarks know it is not their bottleneck)', run: simulatorBenchmark },
   limits: { describe: 'dispatch at the provider limits: window limiter vs task-queue limit vs a naive client; crash and outage runs (starts its own Temporal dev server)', run: limitsBenchmark },
+  latency: { describe: 'end-to-end delivery latency (create → CREATED seen by status), p50/p99, on the dev server and on the Temporal cluster of `npm run cluster`, in one run', run: latencyBenchmark },
   scale: { describe: 'many open deliveries (10,000 × 5 destinations) followed by one worker process: start rate, status latency, worker memory by cache size (starts its own Temporal dev server)', run: scaleBenchmark },
   'start-checks': { describe: "the delivery workflow's start check: in the worker's thread (as it runs) against the same schemas evaluated in each workflow's sandbox; no server", run: startChecksBenchmark },
   webhooks: { describe: 'webhook bridge: throughput against raw signals, acknowledgement and propagation latency (starts its own Temporal dev server)', run: webhooksBenchmark },
@@ -29,6 +31,9 @@ const BENCHMARKS: Record<string, { describe: string; run: () => Promise<Record<s
 
 async function main(): Promise<void> {
   const name = process.argv[2];
+  // `npm run bench -- limits --cluster`: Temporal as the cluster of `npm run cluster` (bench/bench-cluster.ts).
+  const onCluster = process.argv.slice(3).includes('--cluster');
+  if (onCluster) process.env.BENCH_TEMPORAL = 'cluster';
   if (!name || !BENCHMARKS[name]) {
     console.error('usage: npm run bench -- <name>\n' + Object.entries(BENCHMARKS).map(([n, b]) => `  ${n}: ${b.describe}`).join('\n'));
     process.exit(2);
@@ -37,7 +42,13 @@ async function main(): Promise<void> {
   const os = await import('node:os');
   const result: BenchmarkResult = {
     name,
-    command: `npm run bench -- ${name}`,
+    // With the benchmark's own settings from the environment, so the run can be repeated as it was.
+    command: [
+      ...Object.entries(process.env)
+        .filter(([k]) => /^[A-Z]+_BENCH_/.test(k))
+        .map(([k, v]) => `${k}=${v}`),
+      `npm run bench -- ${name}${onCluster ? ' --cluster' : ''}`,
+    ].join(' '),
     machine: { cpus: os.cpus().length, node: process.version },
     figures,
     finishedAt: new Date().toISOString(),
@@ -45,7 +56,7 @@ async function main(): Promise<void> {
   const dir = join(__dirname, 'results');
   mkdirSync(dir, { recursive: true });
   // A partial run (e.g. one phase of a benchmark) can keep its figures apart: BENCH_RESULTS_NAME=limits-window.
-  const file = `${process.env.BENCH_RESULTS_NAME ?? name}.json`;
+  const file = `${process.env.BENCH_RESULTS_NAME ?? (onCluster ? `${name}-cluster` : name)}.json`;
   writeFileSync(join(dir, file), JSON.stringify(result, null, 2) + '\n');
   console.table(figures);
   console.log(`written to bench/results/${file}`);

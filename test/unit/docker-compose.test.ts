@@ -4,7 +4,8 @@
  * our image set only variables the code reads (a misspelt one fails), the values compose gives
  * them pass the code's own config validation, the simulator and the bridge share the webhook
  * secret, the setup service registers exactly workflows/search-attributes.ts, Temporal has one
- * partition per task queue, and every published port is on 127.0.0.1.
+ * partition per task queue, every published port is on 127.0.0.1, and Temporal runs what
+ * `npm run cluster` runs: the same server version, static and dynamic config files and schema steps.
  */
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -13,6 +14,9 @@ import { bridgeConfigFromEnv } from '../../bridge/config';
 import { WEBHOOK_PATH } from '../../bridge/server';
 import { temporalSettingsFromEnv } from '../../client/temporal-config';
 import { providerConfigFromEnv } from '../../provider/config';
+import { schemaSteps, TEMPORAL_DATABASES } from '../../scripts/cluster/schema';
+import { CLUSTER_CONFIG } from '../../scripts/cluster/temporal-cluster';
+import { TEMPORAL_SERVER_VERSION, TEMPORAL_UI_SERVER_VERSION } from '../../scripts/cluster/tools';
 import { devServerArgs } from '../../scripts/temporal-dev-server';
 import { KeyRing } from '../../simulator/auth';
 import { simulatorConfigFromEnv } from '../../simulator/config';
@@ -254,7 +258,7 @@ describe('docker-compose.yml', () => {
   test('parses without errors or warnings, and has the services of the stack', () => {
     const doc = parseDocument(composeText, { merge: true });
     expect([...doc.errors, ...doc.warnings].map((e) => e.message)).toEqual([]);
-    expect(Object.keys(services).sort()).toEqual(['bridge', 'postgresql', 'simulator', 'temporal', 'temporal-setup', 'temporal-ui', 'worker']);
+    expect(Object.keys(services).sort()).toEqual(['bridge', 'postgresql', 'simulator', 'temporal', 'temporal-schema', 'temporal-setup', 'temporal-ui', 'worker']);
     expect(ourServices.map(([name]) => name).sort()).toEqual(['bridge', 'simulator', 'worker']);
     for (const [, s] of ourServices) expect(s.image).toBe(services.worker!.image);
   });
@@ -351,10 +355,12 @@ describe('docker-compose.yml', () => {
       expect(temporalSettingsFromEnv(workerEnv).taskQueue).toBe(temporalSettingsFromEnv(bridgeEnv).taskQueue);
     });
 
-    test("Temporal's database credentials are PostgreSQL's", () => {
+    test("Temporal's and the schema tool's database credentials are PostgreSQL's", () => {
       const pg = containerEnv(service('postgresql'), host);
       const temporal = containerEnv(service('temporal'), host);
-      expect(temporal).toMatchObject({ DB: 'postgres12', DB_PORT: '5432', POSTGRES_SEEDS: 'postgresql', POSTGRES_USER: pg.POSTGRES_USER, POSTGRES_PWD: pg.POSTGRES_PASSWORD });
+      const schema = containerEnv(service('temporal-schema'), host);
+      expect(temporal).toMatchObject({ TEMPORAL_DB_HOST: 'postgresql', TEMPORAL_DB_PORT: '5432', TEMPORAL_DB_USER: pg.POSTGRES_USER, TEMPORAL_DB_PASSWORD: pg.POSTGRES_PASSWORD });
+      expect(schema).toMatchObject({ SQL_PLUGIN: 'postgres12', SQL_HOST: 'postgresql', SQL_PORT: '5432', SQL_USER: pg.POSTGRES_USER, SQL_PASSWORD: pg.POSTGRES_PASSWORD });
       if (host.POSTGRES_PASSWORD) expect(pg.POSTGRES_PASSWORD).toBe(host.POSTGRES_PASSWORD);
     });
   });
@@ -381,10 +387,19 @@ describe('docker-compose.yml', () => {
         if (condition === 'service_healthy') expect({ dep, healthcheck: services[dep]!.healthcheck?.test }).toEqual({ dep, healthcheck: expect.anything() });
       }
     }
-    expect(dependsOn(service('temporal')).postgresql?.condition).toBe('service_healthy');
-    expect(dependsOn(service('temporal-setup')).temporal?.condition).toBe('service_healthy');
+    expect(dependsOn(service('temporal-schema')).postgresql?.condition).toBe('service_healthy');
+    expect(dependsOn(service('temporal'))['temporal-schema']?.condition).toBe('service_completed_successfully');
+    expect(dependsOn(service('temporal-setup')).temporal?.condition).toBe('service_started');
     expect(dependsOn(service('worker'))['temporal-setup']?.condition).toBe('service_completed_successfully');
-    expect(dependsOn(service('bridge')).temporal?.condition).toBe('service_healthy');
+    expect(dependsOn(service('bridge'))['temporal-setup']?.condition).toBe('service_completed_successfully');
+  });
+
+  test('the setup service waits for the server, then registers the namespace the worker and the bridge use', () => {
+    const setup = service('temporal-setup');
+    const script = [...words(setup.entrypoint), ...words(setup.command)].join(' ');
+    expect(script).toMatch(/until temporal operator cluster health .*SERVING/);
+    expect(script).toMatch(/temporal operator namespace create/);
+    expect(containerEnv(setup, {}).TEMPORAL_NAMESPACE).toBe(containerEnv(service('worker'), {}).TEMPORAL_NAMESPACE);
   });
 
   test('PostgreSQL keeps its data in a named volume', () => {
@@ -394,13 +409,43 @@ describe('docker-compose.yml', () => {
     expect(Object.keys(compose.volumes ?? {})).toContain(volume![0]);
   });
 
-  test('Temporal reads the dynamic config file from deploy/', () => {
+  test('Temporal reads the dynamic config file and the static config of `npm run cluster` from deploy/', () => {
     const temporal = service('temporal');
-    const path = containerEnv(temporal, {}).DYNAMIC_CONFIG_FILE_PATH;
     const mounts = (temporal.volumes ?? []).map((v) => (typeof v === 'string' ? v.split(':') : [v.source, v.target]));
-    const mount = mounts.find(([, t]) => t === path);
-    expect(mount).toBeDefined();
-    expect(relative(ROOT, resolve(ROOT, mount![0]!))).toBe(join('deploy', 'temporal-dynamic-config.yaml'));
+    const source = (target: string) => {
+      const mount = mounts.find(([, t]) => t === target);
+      expect({ target, mounted: mount !== undefined }).toEqual({ target, mounted: true });
+      return relative(ROOT, resolve(ROOT, mount![0]!));
+    };
+    expect(source(containerEnv(temporal, {}).TEMPORAL_DYNAMIC_CONFIG_FILE!)).toBe(join('deploy', 'temporal-dynamic-config.yaml'));
+    // `temporal-server --root R --config C --env E` reads R/C/E.yaml: the file scripts/cluster/ runs.
+    const argv = words(temporal.command).join(' ');
+    const root = /--root\s+(\S+)/.exec(argv)?.[1];
+    const dir = /--config\s+(\S+)/.exec(argv)?.[1];
+    const env = /--env\s+(\S+)/.exec(argv)?.[1];
+    expect(argv).toMatch(/\bstart\b/);
+    expect(source(join(root!, dir!, `${env}.yaml`))).toBe(relative(ROOT, CLUSTER_CONFIG));
+  });
+
+  test('the same Temporal versions as the cluster: server, schema tool and UI server', () => {
+    const tag = (name: string) => service(name).image!.split(':')[1]!;
+    expect(tag('temporal')).toBe(TEMPORAL_SERVER_VERSION.slice(1));
+    expect(tag('temporal-schema')).toMatch(new RegExp(`^${TEMPORAL_SERVER_VERSION.slice(1).replace(/\./g, '\\.')}-`));
+    expect(tag('temporal-setup')).toBe(tag('temporal-schema'));
+    expect(tag('temporal-ui')).toBe(TEMPORAL_UI_SERVER_VERSION.slice(1));
+  });
+
+  test('the schema service runs the schema steps of `npm run cluster` for both databases', () => {
+    const schema = service('temporal-schema');
+    const script = interpolate(words(schema.command).join('\n'), {});
+    const schemaDir = containerEnv(schema, {}).SCHEMA_DIR!;
+    const steps: Record<string, string[][]> = {};
+    for (const m of script.matchAll(/temporal-sql-tool --database (\w+) ([^;\n]+)/g)) {
+      const args = m[2]!.trim().split(/\s+/).map((a) => a.replace(/^"|"$/g, '').replace(/^\$SCHEMA_DIR\//, ''));
+      (steps[m[1]!] ??= []).push(args);
+    }
+    expect(steps).toEqual(Object.fromEntries(TEMPORAL_DATABASES.map((d) => [d.database, schemaSteps(d.schema)])));
+    expect(schemaDir).toBe('/etc/temporal/schema/postgresql/v12');
   });
 
   test('every published port binds 127.0.0.1 only', () => {

@@ -1,0 +1,168 @@
+/**
+ * `npm run cluster`: the local stack of `npm start` (same URLs and ports, data under .data/),
+ * with Temporal as a production-shaped cluster instead of the dev server:
+ *   - PostgreSQL in .data/cluster/postgresql on 127.0.0.1:5433 (initdb on first run; installed
+ *     from Debian where missing and possible), schema created and upgraded with temporal-sql-tool;
+ *   - Temporal v1.29.1: frontend (127.0.0.1:7233), 2 history, 2 matching and the worker service,
+ *     each its own OS process (scripts/cluster/temporal-cluster.ts, deploy/temporal-cluster.yaml,
+ *     dynamic config deploy/temporal-dynamic-config.yaml), 4 history shards;
+ *   - the Web UI (ui-server, http://127.0.0.1:8233) decrypting through the codec endpoint (:8234);
+ *   - the simulator (:4010), 2 delivery worker processes, 2 bridge processes behind nginx on
+ *     :8080, where the simulator sends its webhooks.
+ * The server tools are built with Go once and cached (scripts/cluster/tools.ts). Ctrl-C stops
+ * everything; the next run finds the same workflows, deliveries and keys.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { generatePayloadKey, LOCAL_STACK_KEYS_FILE } from '../client/payload-codec';
+import { generateWebhookSecret } from '../provider/webhook-signature';
+import { LoadBalancer, findNginx } from './cluster/load-balancer';
+import { TemporalCluster, assertPortsFree, clusterPortList, defaultClusterPorts } from './cluster/temporal-cluster';
+import { ensureServerTools } from './cluster/tools';
+import { ensureTemporalCli } from './temporal-cli';
+import { stopProcess } from './temporal-dev-server';
+
+const root = join(__dirname, '..');
+const dataDir = join(root, '.data');
+const SIMULATOR_PORT = 4010;
+const LB_PORT = 8080;
+const BRIDGE_PORTS = [8081, 8082];
+const CODEC_PORT = 8234;
+const WORKERS = Number(process.env.CLUSTER_WORKERS ?? 2);
+const SIMULATOR_URL = `http://127.0.0.1:${SIMULATOR_PORT}`;
+const LB_URL = `http://127.0.0.1:${LB_PORT}`;
+const CODEC_URL = `http://127.0.0.1:${CODEC_PORT}`;
+
+const children: { name: string; process: ChildProcess }[] = [];
+let cluster: TemporalCluster | undefined;
+let lb: LoadBalancer | undefined;
+let stopping = false;
+
+function log(line: string): void {
+  process.stdout.write(line.startsWith('[') ? `${line}\n` : `[cluster] ${line}\n`);
+}
+
+function runService(name: string, entry: string, env: NodeJS.ProcessEnv, ready: RegExp): Promise<ChildProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', join(root, entry)], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let markReady: () => void = () => undefined;
+  const isReady = new Promise<void>((r) => (markReady = r));
+  const prefix = (chunk: Buffer) =>
+    chunk
+      .toString()
+      .split('\n')
+      .filter(Boolean)
+      .forEach((l) => {
+        process.stdout.write(`[${name}] ${l}\n`);
+        if (ready.test(l)) markReady();
+      });
+  child.stdout?.on('data', prefix);
+  child.stderr?.on('data', prefix);
+  child.on('exit', (code, signal) => {
+    if (!stopping) {
+      log(`${name} exited (${signal ?? code}); stopping the stack`);
+      void shutdown(1);
+    }
+  });
+  children.push({ name, process: child });
+  return isReady.then(() => child);
+}
+
+async function shutdown(code: number): Promise<void> {
+  if (stopping) return;
+  stopping = true;
+  log('stopping...');
+  await Promise.all(children.map((c) => stopProcess(c.process)));
+  await lb?.stop();
+  await cluster?.stop();
+  log('stopped');
+  process.exit(code);
+}
+
+async function main(): Promise<void> {
+  process.on('SIGINT', () => void shutdown(0));
+  process.on('SIGTERM', () => void shutdown(0));
+  mkdirSync(dataDir, { recursive: true });
+  const ports = defaultClusterPorts();
+
+  // Before minutes of building: everything this stack listens on must be free.
+  await assertPortsFree([
+    ...clusterPortList(ports),
+    { port: SIMULATOR_PORT, what: 'provider simulator' },
+    { port: LB_PORT, what: 'nginx, the webhook bridges' },
+    ...BRIDGE_PORTS.map((port, i) => ({ port, what: `webhook bridge ${i + 1}` })),
+    { port: CODEC_PORT, what: 'codec endpoint' },
+  ]);
+
+  if (!existsSync(LOCAL_STACK_KEYS_FILE)) writeFileSync(LOCAL_STACK_KEYS_FILE, generatePayloadKey('local') + '\n', { mode: 0o600 });
+  const payloadKeys = readFileSync(LOCAL_STACK_KEYS_FILE, 'utf8').trim();
+  const secretFile = join(dataDir, 'webhook-secret');
+  if (!existsSync(secretFile)) writeFileSync(secretFile, generateWebhookSecret(), { mode: 0o600 });
+  const webhookSecret = readFileSync(secretFile, 'utf8').trim();
+
+  const nginx = findNginx(log);
+  const cli = await ensureTemporalCli(log);
+  const tools = await ensureServerTools(log);
+
+  cluster = new TemporalCluster({
+    tools,
+    cli,
+    dataDir: join(dataDir, 'cluster'),
+    ports,
+    codecEndpoint: CODEC_URL,
+    log,
+    // Temporal: warnings and errors (deploy/temporal-cluster.yaml's log level); PostgreSQL: only
+    // what ends a session or the server (its ERROR lines are the statements Temporal retries).
+    output: (name, line) => {
+      if (name !== 'postgresql' || /\b(FATAL|PANIC):/.test(line)) process.stdout.write(`[${name}] ${line}\n`);
+    },
+  });
+  cluster.onUnexpectedExit = (name, detail) => {
+    if (stopping) return;
+    log(`${name} exited (${detail.split('\n')[0]}); stopping the stack`);
+    void shutdown(1);
+  };
+  await cluster.start();
+
+  const temporalEnv = { TEMPORAL_ADDRESS: cluster.address, TEMPORAL_NAMESPACE: cluster.namespace, DELIVERY_PAYLOAD_KEYS: payloadKeys };
+  await runService(
+    'simulator',
+    'simulator/main.ts',
+    {
+      SIMULATOR_PORT: String(SIMULATOR_PORT),
+      SIMULATOR_AUTO_ADVANCE_MS: process.env.SIMULATOR_AUTO_ADVANCE_MS ?? '5000',
+      SIMULATOR_WEBHOOK_URL: `${LB_URL}/webhooks/delivery`,
+      SIMULATOR_WEBHOOK_SECRET: webhookSecret,
+      SIMULATOR_STATE_FILE: process.env.SIMULATOR_STATE_FILE || join(dataDir, 'simulator-state.json'),
+    },
+    /listening on/,
+  );
+  await Promise.all([
+    ...Array.from({ length: WORKERS }, (_, i) => runService(`worker-${i + 1}`, 'worker/main.ts', { ...temporalEnv, DELIVERY_API_URL: SIMULATOR_URL }, /^worker: task queue/)),
+    ...BRIDGE_PORTS.map((port, i) =>
+      runService(`bridge-${i + 1}`, 'bridge/main.ts', { ...temporalEnv, DELIVERY_API_URL: SIMULATOR_URL, DELIVERY_WEBHOOK_SECRETS: webhookSecret, BRIDGE_PORT: String(port) }, /^bridge: listening/),
+    ),
+    runService('codec', 'client/codec-server.ts', { DELIVERY_PAYLOAD_KEYS: payloadKeys, CODEC_ALLOWED_ORIGIN: cluster.uiUrl }, /^codec: listening/),
+  ]);
+  lb = new LoadBalancer({ nginx, dir: join(dataDir, 'cluster', 'nginx'), listenPort: LB_PORT, bridgePorts: BRIDGE_PORTS, output: (l) => process.stdout.write(`[nginx] ${l}\n`) });
+  await lb.start();
+
+  log('');
+  log('the local cluster is up:');
+  log(`  Temporal         ${cluster.address} (namespace ${cluster.namespace}): frontend, 2 history, 2 matching, worker service`);
+  log(`  PostgreSQL       127.0.0.1:${ports.postgres} (data .data/cluster/postgresql, user temporal, password in .data/cluster/postgres-password)`);
+  log(`  Temporal Web UI  ${cluster.uiUrl}`);
+  log(`  provider sandbox ${SIMULATOR_URL} (API key: sandbox-key; dashboard ${SIMULATOR_URL}/_sim)`);
+  log(`  webhook bridges  ${LB_URL}/webhooks/delivery (nginx → ${BRIDGE_PORTS.map((p) => `127.0.0.1:${p}`).join(', ')})`);
+  log(`  codec endpoint   ${CODEC_URL}`);
+  log(`  delivery workers ${WORKERS} processes`);
+  log('try, in another terminal:');
+  log('  npx delivery create --reference DEMO-1 --order docs/examples/order.json --watch');
+  log('  temporal operator cluster describe');
+  log('Ctrl-C stops everything; data stays in .data/');
+}
+
+main().catch(async (err: Error) => {
+  console.error(`[cluster] ${err.message}`);
+  await shutdown(1);
+});

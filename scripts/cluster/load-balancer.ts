@@ -1,0 +1,78 @@
+/**
+ * nginx (Debian's) in front of the webhook bridges: the simulator's webhooks reach one public
+ * address and nginx spreads them over the bridge processes. A bridge that refuses connections
+ * (killed, restarting) is skipped: nginx passes the request to the next bridge, which is safe
+ * because it had not reached the dead one. The config is written from
+ * deploy/nginx-bridges.conf with the ports filled in; nginx runs in the foreground as a child.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { stopProcess } from '../temporal-dev-server';
+import { accepts } from './temporal-cluster';
+
+export const NGINX_TEMPLATE = join(__dirname, '../../deploy/nginx-bridges.conf');
+
+export function findNginx(log: (line: string) => void): string {
+  for (const p of [process.env.NGINX_PATH, '/usr/sbin/nginx', '/usr/local/sbin/nginx', '/usr/bin/nginx']) if (p && existsSync(p)) return p;
+  const apt = spawnSync('sh', ['-c', 'command -v apt-get'], { encoding: 'utf8' }).stdout.trim();
+  if (process.getuid?.() !== 0 || !apt) {
+    throw new Error('nginx is not installed and this process cannot install it (it needs root and apt-get).\n  Install it (Debian/Ubuntu: sudo apt-get install nginx-light), or set NGINX_PATH to its binary.');
+  }
+  log('[nginx] installing nginx from Debian (apt-get install nginx-light)...');
+  for (const args of [['update', '-qq'], ['install', '-y', '-qq', 'nginx-light']]) {
+    const r = spawnSync(apt, args, { env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' }, encoding: 'utf8' });
+    if (r.status !== 0) throw new Error(`apt-get ${args.join(' ')} failed (exit ${r.status}):\n${(r.stderr || r.stdout).slice(-2000)}`);
+  }
+  if (!existsSync('/usr/sbin/nginx')) throw new Error('apt-get installed nginx-light, but /usr/sbin/nginx is missing');
+  return '/usr/sbin/nginx';
+}
+
+/** The nginx config for a listen port and the bridges' ports, from the template. */
+export function renderNginxConfig(o: { listenPort: number; bridgePorts: number[]; prefix: string }): string {
+  return readFileSync(NGINX_TEMPLATE, 'utf8')
+    .replaceAll('@PREFIX@', o.prefix)
+    .replaceAll('@LISTEN_PORT@', String(o.listenPort))
+    .replaceAll('@BRIDGES@', o.bridgePorts.map((p) => `server 127.0.0.1:${p} max_fails=1 fail_timeout=2s;`).join('\n    '));
+}
+
+export class LoadBalancer {
+  private child?: ChildProcess;
+  private recent = '';
+
+  constructor(
+    private readonly o: { nginx: string; dir: string; listenPort: number; bridgePorts: number[]; output?: (line: string) => void },
+  ) {}
+
+  get url(): string {
+    return `http://127.0.0.1:${this.o.listenPort}`;
+  }
+
+  async start(): Promise<void> {
+    mkdirSync(join(this.o.dir, 'tmp'), { recursive: true });
+    const conf = join(this.o.dir, 'nginx.conf');
+    writeFileSync(conf, renderNginxConfig({ listenPort: this.o.listenPort, bridgePorts: this.o.bridgePorts, prefix: this.o.dir }));
+    const test = spawnSync(this.o.nginx, ['-t', '-q', '-e', 'stderr', '-p', this.o.dir, '-c', conf], { encoding: 'utf8' });
+    if (test.status !== 0) throw new Error(`nginx rejected its config ${conf}:\n${test.stderr}`);
+    const child = spawn(this.o.nginx, ['-e', 'stderr', '-p', this.o.dir, '-c', conf], { stdio: ['ignore', 'pipe', 'pipe'] });
+    this.child = child;
+    const onData = (chunk: Buffer) => {
+      this.recent = (this.recent + chunk.toString()).slice(-4000);
+      for (const line of chunk.toString().split('\n').filter(Boolean)) this.o.output?.(line);
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      if (child.exitCode !== null || child.signalCode !== null) throw new Error(`nginx exited while starting (port ${this.o.listenPort}):\n${this.recent.trim()}`);
+      if (await accepts(this.o.listenPort)) return;
+      if (Date.now() > deadline) throw new Error(`nginx did not listen on ${this.url} within 30 s:\n${this.recent.trim()}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
+  /** SIGTERM to nginx's master: it stops its workers and exits. */
+  async stop(): Promise<void> {
+    if (this.child) await stopProcess(this.child, 10_000);
+  }
+}

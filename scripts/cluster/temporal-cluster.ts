@@ -1,0 +1,424 @@
+/**
+ * A Temporal cluster on this machine, as production runs one: PostgreSQL (./postgres.ts), the
+ * schema set up with the server's schema tool (./schema.ts), then frontend, two history, two
+ * matching and one worker service, each a separate `temporal-server start --service <name>`
+ * process with its own gRPC and membership ports, all rendered from deploy/temporal-cluster.yaml
+ * and reading deploy/temporal-dynamic-config.yaml. The `default` namespace and the project's
+ * search attributes are registered with the Temporal CLI; the Web UI server is optional.
+ *
+ * Used by `npm run cluster` (scripts/cluster.ts), the `cluster` test project and the limits bench.
+ * Every process can be killed and started again on the same ports (the fault tests do).
+ */
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { connect, createServer } from 'node:net';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { Connection } from '@temporalio/client';
+import { DELIVERY_SEARCH_ATTRIBUTES } from '../../workflows/search-attributes';
+import { freePort, stopProcess } from '../temporal-dev-server';
+import { Postgres, storedPassword } from './postgres';
+import { ensureSchema } from './schema';
+import { TEMPORAL_SERVER_VERSION, type ServerTools } from './tools';
+
+const run = promisify(execFile);
+export const ROOT = join(__dirname, '../..');
+export const CLUSTER_CONFIG = join(ROOT, 'deploy', 'temporal-cluster.yaml');
+export const DYNAMIC_CONFIG = join(ROOT, 'deploy', 'temporal-dynamic-config.yaml');
+
+export type ServiceKind = 'frontend' | 'history' | 'matching' | 'worker';
+
+/** The service processes: two history and two matching share the shards and task queues between them. */
+export const SERVICE_PROCESSES: { name: string; service: ServiceKind }[] = [
+  { name: 'history-1', service: 'history' },
+  { name: 'history-2', service: 'history' },
+  { name: 'matching-1', service: 'matching' },
+  { name: 'matching-2', service: 'matching' },
+  { name: 'frontend', service: 'frontend' },
+  { name: 'worker', service: 'worker' },
+];
+
+export interface ClusterPorts {
+  postgres: number;
+  frontend: number;
+  frontendHttp: number;
+  frontendMembership: number;
+  /** Per service process other than the frontend: gRPC and membership. */
+  services: Record<string, { grpc: number; membership: number }>;
+  /** The Web UI; undefined runs no UI server. */
+  ui?: number;
+}
+
+/** The ports of `npm run cluster`: the frontend on 7233 and the UI on 8233, as `npm start`. */
+export function defaultClusterPorts(): ClusterPorts {
+  return {
+    postgres: Number(process.env.CLUSTER_POSTGRES_PORT ?? 5433),
+    frontend: Number(process.env.TEMPORAL_PORT ?? 7233),
+    frontendHttp: 7243,
+    frontendMembership: 6933,
+    services: {
+      'history-1': { grpc: 7234, membership: 6934 },
+      'history-2': { grpc: 7244, membership: 6944 },
+      'matching-1': { grpc: 7235, membership: 6935 },
+      'matching-2': { grpc: 7245, membership: 6945 },
+      worker: { grpc: 7239, membership: 6939 },
+    },
+    ui: Number(process.env.TEMPORAL_UI_PORT ?? 8233),
+  };
+}
+
+/**
+ * Free ports for everything (tests, benchmarks). The membership ports stay below 32768: the
+ * PostgreSQL schema keeps them in a smallint column (cluster_membership.rpc_port), and a process
+ * whose port does not fit cannot join the ring ("value out of range for type smallint").
+ */
+export async function freeClusterPorts(withUi = false): Promise<ClusterPorts> {
+  const services: ClusterPorts['services'] = {};
+  for (const p of SERVICE_PROCESSES) if (p.service !== 'frontend') services[p.name] = { grpc: await freePort(), membership: await freeMembershipPort() };
+  return { postgres: await freePort(), frontend: await freePort(), frontendHttp: await freePort(), frontendMembership: await freeMembershipPort(), services, ui: withUi ? await freePort() : undefined };
+}
+
+const handedOut = new Set<number>();
+
+/** A free port in 20000–32767 (random, so parallel runs rarely pick the same one). */
+export async function freeMembershipPort(): Promise<number> {
+  for (let tries = 0; tries < 200; tries++) {
+    const port = 20_000 + Math.floor(Math.random() * 12_768);
+    if (handedOut.has(port)) continue;
+    const free = await new Promise<boolean>((resolve) => {
+      const srv = createServer();
+      srv.once('error', () => resolve(false));
+      srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
+    });
+    if (free) {
+      handedOut.add(port);
+      return port;
+    }
+  }
+  throw new Error('no free port found in 20000-32767 for Temporal membership');
+}
+
+export interface ClusterOptions {
+  tools: ServerTools;
+  /** The Temporal CLI (namespace and search attribute registration). */
+  cli: string;
+  /** Where PostgreSQL's data and the cluster's generated files live; reused by the next start. */
+  dataDir: string;
+  ports: ClusterPorts;
+  namespace?: string;
+  /** The codec endpoint the Web UI decrypts payloads through. */
+  codecEndpoint?: string;
+  log: (line: string) => void;
+  /** Every line the cluster's processes print, prefixed with the process name. */
+  output?: (name: string, line: string) => void;
+}
+
+interface ServiceProcess {
+  name: string;
+  service: ServiceKind | 'ui';
+  child: ChildProcess;
+  exited: Promise<void>;
+  recent: string;
+}
+
+export class TemporalCluster {
+  readonly namespace: string;
+  readonly postgres: Postgres;
+  readonly address: string;
+  readonly uiUrl?: string;
+  private readonly dbUser = 'temporal';
+  private readonly dbPassword: string;
+  private readonly processes = new Map<string, ServiceProcess>();
+  /** Processes that exit while this is false were not stopped by us. */
+  private stopping = false;
+  /** Called when a process exits without being told to (`npm run cluster` stops everything). */
+  onUnexpectedExit?: (name: string, detail: string) => void;
+
+  constructor(readonly o: ClusterOptions) {
+    this.namespace = o.namespace ?? 'default';
+    this.address = `127.0.0.1:${o.ports.frontend}`;
+    this.uiUrl = o.ports.ui ? `http://127.0.0.1:${o.ports.ui}` : undefined;
+    mkdirSync(o.dataDir, { recursive: true });
+    this.dbPassword = storedPassword(join(o.dataDir, 'postgres-password'), () => randomBytes(18).toString('base64url'));
+    this.postgres = new Postgres({
+      dataDir: join(o.dataDir, 'postgresql'),
+      port: o.ports.postgres,
+      user: this.dbUser,
+      password: this.dbPassword,
+      log: o.log,
+      output: (line) => o.output?.('postgresql', line),
+    });
+  }
+
+  /** Every port this cluster listens on, with what it is for. */
+  portList(): { port: number; what: string }[] {
+    return clusterPortList(this.o.ports);
+  }
+
+  /** Starts everything; on failure stops what it started and rejects with a message that says what went wrong. */
+  async start(): Promise<void> {
+    try {
+      await assertPortsFree(this.portList());
+      this.o.log(`[cluster] PostgreSQL on 127.0.0.1:${this.o.ports.postgres} (data ${this.postgres.dataDir})`);
+      await this.postgres.start();
+      const versions = ensureSchema({
+        sqlTool: this.o.tools.sqlTool,
+        schemaDir: this.o.tools.postgresSchemaDir,
+        pg: this.postgres,
+        user: this.dbUser,
+        password: this.dbPassword,
+        log: this.o.log,
+        serverVersion: TEMPORAL_SERVER_VERSION,
+      });
+      this.o.log(`[cluster] schema: ${Object.entries(versions).map(([db, v]) => `${db} ${v}`).join(', ')}`);
+      this.o.log(`[cluster] starting ${SERVICE_PROCESSES.map((p) => p.name).join(', ')}...`);
+      // The first process writes the cluster's metadata into a new database; several at once
+      // race for it and the losers exit ("failed to initialize current cluster metadata").
+      const [first, ...rest] = SERVICE_PROCESSES;
+      await this.startService(first!.name);
+      await Promise.all(rest.map((p) => this.startService(p.name)));
+      await this.waitForFrontend(120_000);
+      await this.registerNamespace();
+      await this.registerSearchAttributes();
+      if (this.o.ports.ui) await this.startUi();
+    } catch (err) {
+      await this.stop();
+      throw err;
+    }
+  }
+
+  private env(name: string): NodeJS.ProcessEnv {
+    const p = this.o.ports;
+    const env: NodeJS.ProcessEnv = {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      TEMPORAL_DB_HOST: '127.0.0.1',
+      TEMPORAL_DB_PORT: String(p.postgres),
+      TEMPORAL_DB_USER: this.dbUser,
+      TEMPORAL_DB_PASSWORD: this.dbPassword,
+      TEMPORAL_BIND_IP: '127.0.0.1',
+      TEMPORAL_BROADCAST_ADDRESS: '127.0.0.1',
+      TEMPORAL_DYNAMIC_CONFIG_FILE: DYNAMIC_CONFIG,
+      TEMPORAL_FRONTEND_GRPC_PORT: String(p.frontend),
+      TEMPORAL_FRONTEND_HTTP_PORT: String(p.frontendHttp),
+      TEMPORAL_FRONTEND_MEMBERSHIP_PORT: String(p.frontendMembership),
+    };
+    const own = p.services[name];
+    const kind = SERVICE_PROCESSES.find((s) => s.name === name)!.service;
+    if (own) {
+      env[`TEMPORAL_${kind.toUpperCase()}_GRPC_PORT`] = String(own.grpc);
+      env[`TEMPORAL_${kind.toUpperCase()}_MEMBERSHIP_PORT`] = String(own.membership);
+    }
+    return env;
+  }
+
+  private spawnLogged(name: string, service: ServiceProcess['service'], command: string, args: string[], env: NodeJS.ProcessEnv): ServiceProcess {
+    const child = spawn(command, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const proc: ServiceProcess = { name, service, child, recent: '', exited: new Promise((r) => child.once('exit', () => r())) };
+    const onData = (chunk: Buffer) => {
+      proc.recent = (proc.recent + chunk.toString()).slice(-4000);
+      for (const line of chunk.toString().split('\n').filter(Boolean)) this.o.output?.(name, line);
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    child.once('exit', (code, signal) => {
+      if (!this.stopping && this.processes.get(name) === proc && !expectedExits.has(child)) this.onUnexpectedExit?.(name, `${signal ?? `exit ${code}`}\n${proc.recent.slice(-1500)}`);
+    });
+    this.processes.set(name, proc);
+    return proc;
+  }
+
+  /** Starts (or starts again) one service process and waits until it listens. */
+  async startService(name: string): Promise<void> {
+    const spec = SERVICE_PROCESSES.find((p) => p.name === name);
+    if (!spec) throw new Error(`no cluster process named ${name}`);
+    const args = ['--root', ROOT, '--config', 'deploy', '--env', 'temporal-cluster', '--allow-no-auth', 'start', '--service', spec.service];
+    const proc = this.spawnLogged(name, spec.service, this.o.tools.server, args, this.env(name));
+    // The worker service serves no gRPC of its own: it is up once it listens for membership.
+    const port = spec.service === 'frontend' ? this.o.ports.frontend : spec.service === 'worker' ? this.o.ports.services[name]!.membership : this.o.ports.services[name]!.grpc;
+    const deadline = Date.now() + 120_000;
+    for (;;) {
+      if (proc.child.exitCode !== null || proc.child.signalCode !== null) throw new Error(`Temporal ${name} exited while starting:\n${proc.recent.trim()}`);
+      if (await accepts(port)) return;
+      if (Date.now() > deadline) throw new Error(`Temporal ${name} did not listen on 127.0.0.1:${port} within 120 s:\n${proc.recent.trim()}`);
+      await sleep(250);
+    }
+  }
+
+  /** Sends a signal to one process (SIGKILL by default) and waits until it is gone. */
+  async kill(name: string, signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
+    const proc = this.processes.get(name);
+    if (!proc) throw new Error(`no cluster process named ${name}`);
+    expectedExits.add(proc.child);
+    proc.child.kill(signal);
+    await proc.exited;
+  }
+
+  pidOf(name: string): number | undefined {
+    return name === 'postgresql' ? this.postgres.pid : this.processes.get(name)?.child.pid;
+  }
+
+  /** Stops PostgreSQL (fast shutdown) and starts it again on the same data and port. */
+  async restartPostgres(): Promise<void> {
+    await this.postgres.stop();
+    await this.postgres.start();
+  }
+
+  private async waitForFrontend(timeoutMs: number): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    let last: string;
+    for (;;) {
+      let connection: Connection | undefined;
+      try {
+        connection = await Connection.connect({ address: this.address, connectTimeout: 2_000 });
+        await connection.workflowService.describeNamespace({ namespace: 'temporal-system' });
+        return;
+      } catch (err) {
+        last = (err as Error).message;
+      } finally {
+        await connection?.close().catch(() => undefined);
+      }
+      if (Date.now() > deadline) throw new Error(`the Temporal frontend on ${this.address} did not answer within ${timeoutMs / 1000} s: ${last}`);
+      await sleep(500);
+    }
+  }
+
+  private cli(args: string[]): Promise<{ stdout: string; stderr: string }> {
+    return run(this.o.cli, [...args, '--address', this.address], { encoding: 'utf8', timeout: 60_000 });
+  }
+
+  private async registerNamespace(): Promise<void> {
+    const described = await this.cli(['operator', 'namespace', 'describe', '--namespace', this.namespace]).then(
+      () => true,
+      () => false,
+    );
+    if (!described) {
+      this.o.log(`[cluster] registering namespace ${this.namespace}`);
+      await this.cli(['operator', 'namespace', 'create', '--namespace', this.namespace, '--retention', '72h']);
+    }
+    // Every frontend and history process learns of a new namespace from the database, a few seconds later.
+    await eventually(() => this.cli(['operator', 'namespace', 'describe', '--namespace', this.namespace]), 60_000, `namespace ${this.namespace} to be served`);
+  }
+
+  private async registerSearchAttributes(): Promise<void> {
+    const listed = async () => {
+      const { stdout } = await this.cli(['operator', 'search-attribute', 'list', '--namespace', this.namespace, '--output', 'json']);
+      return JSON.stringify(JSON.parse(stdout));
+    };
+    const existing = await eventually(listed, 60_000, 'the search attribute list');
+    for (const key of DELIVERY_SEARCH_ATTRIBUTES) {
+      if (existing.includes(`"${key.name}"`)) continue;
+      this.o.log(`[cluster] registering search attribute ${key.name} (${cliType(key.type)})`);
+      await eventually(() => this.cli(['operator', 'search-attribute', 'create', '--namespace', this.namespace, '--name', key.name, '--type', cliType(key.type)]), 60_000, `search attribute ${key.name}`).catch((err: Error) => {
+        if (!/already exists/i.test(err.message)) throw err;
+      });
+    }
+  }
+
+  private async startUi(): Promise<void> {
+    const dir = join(this.o.dataDir, 'ui-config');
+    mkdirSync(dir, { recursive: true });
+    const config = {
+      temporalGrpcAddress: this.address,
+      host: '127.0.0.1',
+      port: this.o.ports.ui,
+      enableUi: true,
+      defaultNamespace: this.namespace,
+      cors: { allowOrigins: [this.uiUrl], cookieInsecure: true },
+      codec: { endpoint: this.o.codecEndpoint ?? '' },
+      hideLogs: true,
+    };
+    // JSON is YAML: the ui-server reads <config>/<env>.yaml.
+    writeFileSync(join(dir, 'cluster.yaml'), JSON.stringify(config, null, 2) + '\n');
+    const proc = this.spawnLogged('ui', 'ui', this.o.tools.uiServer, ['--root', this.o.dataDir, '--config', 'ui-config', '--env', 'cluster', 'start'], { PATH: process.env.PATH, HOME: process.env.HOME });
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      if (proc.child.exitCode !== null || proc.child.signalCode !== null) throw new Error(`the Temporal Web UI server exited while starting:\n${proc.recent.trim()}`);
+      if (await accepts(this.o.ports.ui!)) return;
+      if (Date.now() > deadline) throw new Error(`the Temporal Web UI server did not listen on ${this.uiUrl} within 60 s:\n${proc.recent.trim()}`);
+      await sleep(250);
+    }
+  }
+
+  /** SIGKILLs every process at once (a benchmark's watchdog, on its way out). */
+  killAll(): void {
+    this.stopping = true;
+    for (const p of this.processes.values()) p.child.kill('SIGKILL');
+    if (this.postgres.pid) process.kill(this.postgres.pid, 'SIGKILL');
+  }
+
+  /** Stops every process (Temporal services first, PostgreSQL last). */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    await Promise.all([...this.processes.values()].map((p) => stopProcess(p.child, 15_000)));
+    await this.postgres.stop();
+  }
+}
+
+const expectedExits = new WeakSet<ChildProcess>();
+
+/** Every port a cluster with these ports listens on, with what it is for. */
+export function clusterPortList(p: ClusterPorts): { port: number; what: string }[] {
+  const list = [
+    { port: p.postgres, what: 'PostgreSQL' },
+    { port: p.frontend, what: 'Temporal frontend (gRPC)' },
+    { port: p.frontendHttp, what: 'Temporal frontend (HTTP)' },
+    { port: p.frontendMembership, what: 'Temporal frontend (membership)' },
+  ];
+  for (const [name, s] of Object.entries(p.services)) list.push({ port: s.grpc, what: `Temporal ${name} (gRPC)` }, { port: s.membership, what: `Temporal ${name} (membership)` });
+  if (p.ui) list.push({ port: p.ui, what: 'Temporal Web UI' });
+  return list;
+}
+
+/** The CLI's --type spelling of a search attribute type (KEYWORD_LIST → KeywordList). */
+export function cliType(type: string): string {
+  return type
+    .toLowerCase()
+    .split('_')
+    .map((w) => w[0]!.toUpperCase() + w.slice(1))
+    .join('');
+}
+
+async function eventually<T>(fn: () => Promise<T>, timeoutMs: number, what: string): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      return await fn();
+    } catch (err) {
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${(err as Error).message}`, { cause: err });
+      await sleep(1_000);
+    }
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+export function accepts(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = connect(port, '127.0.0.1');
+    s.once('connect', () => {
+      s.destroy();
+      resolve(true);
+    });
+    s.once('error', () => resolve(false));
+  });
+}
+
+/** Refuses to start, naming the port and what it is for, when something already listens there. */
+export async function assertPortsFree(ports: { port: number; what: string }[]): Promise<void> {
+  const taken: string[] = [];
+  for (const { port, what } of ports) {
+    const free = await new Promise<boolean>((resolve) => {
+      const srv = createServer();
+      srv.once('error', () => resolve(false));
+      srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
+    });
+    if (!free) taken.push(`127.0.0.1:${port} (${what})`);
+  }
+  if (taken.length > 0) {
+    throw new Error(`Port${taken.length > 1 ? 's' : ''} already in use: ${taken.join(', ')}. Stop whatever listens there (another \`npm start\` or \`npm run cluster\`?) or choose other ports.`);
+  }
+}

@@ -1,0 +1,191 @@
+/**
+ * The Temporal server tools of the cluster (`npm run cluster`, the `cluster` test project), found
+ * in the cache or built with Go once, the way scripts/temporal-cli.ts builds the CLI:
+ *   - temporal-server and temporal-sql-tool (go.temporal.io/server v1.29.1, the version the CLI's
+ *     dev server embeds) with the module's PostgreSQL schema files beside them, in
+ *     $TEMPORAL_CLI_CACHE_DIR/temporal-server-v1.29.1 (default ~/.cache/delivery-orchestrator);
+ *   - temporal-ui-server (github.com/temporalio/ui-server/v2 v2.42.1, the Web UI the CLI embeds)
+ *     in .../temporal-ui-server-v2.42.1.
+ * TEMPORAL_SERVER_TOOLS_DIR names a directory that already holds all of them (e.g. from an image).
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { accessSync, closeSync, constants, cpSync, existsSync, mkdirSync, openSync, renameSync, rmSync, statSync, unlinkSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { delimiter, join } from 'node:path';
+
+export const TEMPORAL_SERVER_VERSION = 'v1.29.1';
+export const TEMPORAL_UI_SERVER_VERSION = 'v2.42.1';
+const SERVER_MODULE = 'go.temporal.io/server';
+const UI_MODULE = 'github.com/temporalio/ui-server/v2';
+const LOCK_STALE_MS = 30 * 60_000;
+
+type Log = (line: string) => void;
+
+export interface ServerTools {
+  server: string;
+  sqlTool: string;
+  uiServer: string;
+  /** schema/postgresql/v12 of the server module: temporal/ and visibility/, each with versioned/. */
+  postgresSchemaDir: string;
+}
+
+function cacheBase(env: NodeJS.ProcessEnv): string {
+  return env.TEMPORAL_CLI_CACHE_DIR || join(env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'delivery-orchestrator');
+}
+
+export function serverToolsDirs(env: NodeJS.ProcessEnv = process.env): { server: string; ui: string } {
+  if (env.TEMPORAL_SERVER_TOOLS_DIR) return { server: env.TEMPORAL_SERVER_TOOLS_DIR, ui: env.TEMPORAL_SERVER_TOOLS_DIR };
+  const base = cacheBase(env);
+  return { server: join(base, `temporal-server-${TEMPORAL_SERVER_VERSION}`), ui: join(base, `temporal-ui-server-${TEMPORAL_UI_SERVER_VERSION}`) };
+}
+
+function isExecutable(path: string): boolean {
+  try {
+    accessSync(path, constants.X_OK);
+    return statSync(path).isFile();
+  } catch {
+    return false;
+  }
+}
+
+function onPath(name: string, env: NodeJS.ProcessEnv): string | undefined {
+  for (const dir of (env.PATH ?? '').split(delimiter)) if (dir && isExecutable(join(dir, name))) return join(dir, name);
+  if (name === 'go' && isExecutable('/usr/local/go/bin/go')) return '/usr/local/go/bin/go';
+  return undefined;
+}
+
+function toolsIn(dirs: { server: string; ui: string }): ServerTools {
+  return {
+    server: join(dirs.server, 'temporal-server'),
+    sqlTool: join(dirs.server, 'temporal-sql-tool'),
+    uiServer: join(dirs.ui, 'temporal-ui-server'),
+    postgresSchemaDir: join(dirs.server, 'schema', 'postgresql', 'v12'),
+  };
+}
+
+function complete(t: ServerTools): boolean {
+  return isExecutable(t.server) && isExecutable(t.sqlTool) && isExecutable(t.uiServer) && existsSync(join(t.postgresSchemaDir, 'temporal', 'versioned'));
+}
+
+/** The tools if they are all here already, without building anything. */
+export function findServerTools(env: NodeJS.ProcessEnv = process.env): ServerTools | undefined {
+  const t = toolsIn(serverToolsDirs(env));
+  return complete(t) ? t : undefined;
+}
+
+/** Returns the tools, building what is missing with Go into the cache (minutes, the first time). */
+export async function ensureServerTools(log: Log = (l) => console.error(l), env: NodeJS.ProcessEnv = process.env): Promise<ServerTools> {
+  const dirs = serverToolsDirs(env);
+  const tools = toolsIn(dirs);
+  if (complete(tools)) return tools;
+  if (env.TEMPORAL_SERVER_TOOLS_DIR) {
+    throw new Error(`TEMPORAL_SERVER_TOOLS_DIR=${env.TEMPORAL_SERVER_TOOLS_DIR} must hold temporal-server, temporal-sql-tool, temporal-ui-server and schema/postgresql/v12`);
+  }
+  const go = onPath('go', env);
+  if (!go) {
+    throw new Error(
+      'The Temporal server tools are not built yet and Go is not installed to build them.\n' +
+        `  Install Go 1.24 or later (this project then builds ${SERVER_MODULE} ${TEMPORAL_SERVER_VERSION} and ${UI_MODULE} ${TEMPORAL_UI_SERVER_VERSION}),\n` +
+        '  or set TEMPORAL_SERVER_TOOLS_DIR to a directory holding temporal-server, temporal-sql-tool, temporal-ui-server and schema/postgresql/v12.',
+    );
+  }
+  await withLock(dirs.server, log, async () => {
+    if (!isExecutable(tools.server) || !isExecutable(tools.sqlTool)) {
+      await build(go, dirs.server, [`${SERVER_MODULE}/cmd/server@${TEMPORAL_SERVER_VERSION}`, `${SERVER_MODULE}/cmd/tools/sql@${TEMPORAL_SERVER_VERSION}`], { server: 'temporal-server', sql: 'temporal-sql-tool' }, env, log);
+    }
+    if (!existsSync(join(tools.postgresSchemaDir, 'temporal', 'versioned'))) {
+      // The schema files ship in the module, not in the binaries: keep a copy beside them.
+      const moduleDir = goModuleDir(go, `${SERVER_MODULE}@${TEMPORAL_SERVER_VERSION}`, env);
+      rmSync(join(dirs.server, 'schema'), { recursive: true, force: true });
+      cpSync(join(moduleDir, 'schema', 'postgresql', 'v12'), tools.postgresSchemaDir, { recursive: true });
+    }
+  });
+  await withLock(dirs.ui, log, async () => {
+    if (!isExecutable(tools.uiServer)) {
+      await build(go, dirs.ui, [`${UI_MODULE}/cmd/server@${TEMPORAL_UI_SERVER_VERSION}`], { server: 'temporal-ui-server' }, env, log);
+    }
+  });
+  return tools;
+}
+
+async function withLock(dir: string, log: Log, fn: () => Promise<void>): Promise<void> {
+  mkdirSync(dir, { recursive: true });
+  const lock = join(dir, '.build.lock');
+  // One build at a time: a second caller (tests and `npm run cluster` together) waits for the first.
+  while (!tryLock(lock)) {
+    log(`[cluster-tools] another build is running (${lock}); waiting...`);
+    await new Promise((r) => setTimeout(r, 5_000));
+  }
+  try {
+    await fn();
+  } finally {
+    unlinkSync(lock);
+  }
+}
+
+function tryLock(lock: string): boolean {
+  try {
+    closeSync(openSync(lock, 'wx'));
+    return true;
+  } catch {
+    try {
+      if (Date.now() - statSync(lock).mtimeMs > LOCK_STALE_MS) unlinkSync(lock); // a dead builder's lock
+    } catch {
+      /* raced with its owner removing it */
+    }
+    return false;
+  }
+}
+
+function goModuleDir(go: string, module: string, env: NodeJS.ProcessEnv): string {
+  const r = spawnSync(go, ['mod', 'download', '-json', module], { env, encoding: 'utf8', cwd: homedir() });
+  const dir = r.status === 0 ? (JSON.parse(r.stdout) as { Dir?: string }).Dir : undefined;
+  if (!dir) throw new Error(`go mod download ${module} failed: ${(r.stderr || r.stdout).slice(-2000)}`);
+  return dir;
+}
+
+/** `go install` of the packages into a staging dir, then renamed into `dir` by `names` (built name → cached name). */
+function build(go: string, dir: string, packages: string[], names: Record<string, string>, env: NodeJS.ProcessEnv, log: Log): Promise<void> {
+  const staging = join(dir, `.staging-${process.pid}`);
+  rmSync(staging, { recursive: true, force: true });
+  mkdirSync(staging, { recursive: true });
+  log(`[cluster-tools] building ${packages.join(' ')} with ${go} into ${dir} (first time only; takes minutes)`);
+  return new Promise<void>((resolve, reject) => {
+    const started = Date.now();
+    // From the home directory: outside any module, so `go install pkg@version` builds exactly that version.
+    const child = spawn(go, ['install', '-v', ...packages], { env: { ...env, GOBIN: staging }, cwd: homedir(), stdio: ['ignore', 'pipe', 'pipe'] });
+    let compiled = 0;
+    let tail: string[] = [];
+    const onLine = (chunk: Buffer) => {
+      for (const line of chunk.toString().split('\n').filter(Boolean)) {
+        tail = [...tail.slice(-19), line];
+        if (!line.startsWith('go: downloading')) compiled += 1;
+      }
+    };
+    child.stdout.on('data', onLine);
+    child.stderr.on('data', onLine);
+    const ticker = setInterval(() => log(`[cluster-tools] still building: ${Math.round((Date.now() - started) / 1000)} s, ${compiled} packages compiled`), 15_000);
+    child.on('error', (err) => {
+      clearInterval(ticker);
+      reject(err);
+    });
+    child.on('exit', (code) => {
+      clearInterval(ticker);
+      const missing = Object.keys(names).filter((n) => !existsSync(join(staging, n)));
+      if (code !== 0 || missing.length > 0) return reject(new Error(`go install ${packages.join(' ')} failed (exit ${code}). Last output:\n${tail.join('\n')}`));
+      for (const [built, cached] of Object.entries(names)) renameSync(join(staging, built), join(dir, cached));
+      rmSync(staging, { recursive: true, force: true });
+      log(`[cluster-tools] built in ${Math.round((Date.now() - started) / 1000)} s`);
+      resolve();
+    });
+  });
+}
+
+if (require.main === module) {
+  ensureServerTools()
+    .then((t) => console.log(JSON.stringify(t, null, 2)))
+    .catch((err: Error) => {
+      console.error(err.message);
+      process.exit(1);
+    });
+}

@@ -1,0 +1,228 @@
+/**
+ * The production-shaped stack (`npm run cluster`'s provisioning, on free ports): Temporal v1.29.1
+ * as frontend, 2 history, 2 matching and worker service processes on PostgreSQL, 3 delivery
+ * worker processes, 2 bridge processes behind nginx that the simulator's webhooks go through.
+ * The simulator runs 60× faster (the provider's minute is one second) and enforces its strict
+ * rolling windows; the workers are told the same scaled limits.
+ *
+ * The fault runs use a 30-order backlog each (not 100): five of them with 100 orders would add
+ * minutes of quote windows to CI; each still has orders waiting, being created and being
+ * followed through webhooks when the fault hits.
+ */
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import type { RequestLogEntry } from '../../simulator/context';
+import type { DeliveryOrder, DeliveryState } from '../../workflows/messages';
+import { deliveryRequest, destination } from '../fixtures/orders';
+import { ClusterStack } from '../helpers/cluster';
+import { eventually } from '../helpers/stack';
+
+const run = promisify(execFile);
+const CLI = join(__dirname, '../../client/delivery.js');
+const SCALE = 60;
+const LIMITS = { creations: { limit: 20, windowMs: 1_000 }, quotes: { limit: 100, windowMs: 10_000 }, other: { limit: 600, windowMs: 1_000 } };
+const FAULT_BACKLOG = 30;
+
+let stack: ClusterStack;
+const stamp = Date.now().toString(36);
+
+beforeAll(async () => {
+  stack = await ClusterStack.start({
+    workers: 3,
+    simulatorEnv: { SIMULATOR_TIME_SCALE: String(SCALE), SIMULATOR_AUTO_ADVANCE_MS: '20000' },
+    workerEnv: {
+      PROVIDER_RATE_LIMITS: Object.entries(LIMITS)
+        .map(([f, l]) => `${f}=${l.limit}/${l.windowMs}ms`)
+        .join(','),
+      PROVIDER_LIMIT_MARGIN_MS: '20',
+      PROVIDER_QUOTE_MIN_REMAINING_MS: '1000',
+    },
+  });
+}, 600_000);
+
+afterAll(async () => {
+  if (process.env.CLUSTER_TEST_OUTPUT) console.log(stack?.group.tail(20_000));
+  await stack?.stop();
+}, 120_000);
+
+function order(n: number, food = false): DeliveryOrder {
+  const { reference_number: _r, ...o } = deliveryRequest({ is_food: food, destinations: [destination(0, { location: { last_name: 'C', company: '', phone: '+4915112345600', address: `Clusterweg ${stamp}-${n}, 10115 Berlin` } })] });
+  return o;
+}
+
+function familyOf(e: RequestLogEntry): keyof typeof LIMITS | undefined {
+  if (!e.path.startsWith('/v1/')) return undefined;
+  if (e.method === 'POST' && e.path === '/v1/deliveries') return 'creations';
+  if (e.method === 'POST' && e.path === '/v1/quotes') return 'quotes';
+  return 'other';
+}
+
+/** The most accepted calls of each family inside any rolling window, from the simulator's request log. */
+function busiestWindows(log: RequestLogEntry[]): Record<keyof typeof LIMITS, number> {
+  const out = { creations: 0, quotes: 0, other: 0 };
+  for (const family of Object.keys(LIMITS) as (keyof typeof LIMITS)[]) {
+    const times = log
+      .filter((e) => familyOf(e) === family && e.status !== 429)
+      .map((e) => Date.parse(e.time))
+      .sort((a, b) => a - b);
+    for (let i = 0, j = 0; j < times.length; j++) {
+      while (times[j]! - times[i]! >= LIMITS[family].windowMs) i++;
+      out[family] = Math.max(out[family], j - i + 1);
+    }
+  }
+  return out;
+}
+
+/** Checks the provider against the workflows: one delivery per reference, no orphans, the same final state. */
+async function providerAgrees(references: string[], results: Map<string, DeliveryState>) {
+  const all = await stack.sim.deliveries();
+  const prefix = references[0]!.replace(/-\d+$/, '-');
+  const mine = all.filter((d) => d.delivery.reference_number?.startsWith(prefix));
+  const count = new Map<string, number>();
+  for (const d of mine) count.set(d.delivery.reference_number!, (count.get(d.delivery.reference_number!) ?? 0) + 1);
+  const duplicated = references.filter((r) => (count.get(r) ?? 0) > 1);
+  const orphans = mine.filter((d) => !references.includes(d.delivery.reference_number!)).map((d) => d.delivery.id);
+  const missing = references.filter((r) => !count.has(r));
+  const disagreeing = references.flatMap((r) => {
+    const truth = mine.find((d) => d.delivery.reference_number === r)?.delivery;
+    const got = results.get(r);
+    return truth && got && (got.deliveryId !== truth.id || got.status !== truth.status) ? [{ r, workflow: `${got.deliveryId} ${got.status}`, provider: `${truth.id} ${truth.status}` }] : [];
+  });
+  return { duplicated, orphans, missing, disagreeing };
+}
+
+async function resultsOf(references: string[]): Promise<Map<string, DeliveryState>> {
+  const entries = await Promise.all(references.map(async (r) => [r, await stack.client.result(r)] as const));
+  return new Map(entries);
+}
+
+/** Webhook events that will never reach a bridge (failed for good or dropped). */
+async function lostWebhooks(since: number): Promise<string[]> {
+  const { events } = await stack.sim.webhooks();
+  return events.filter((e) => Date.parse(e.created_at) >= since && (e.state === 'failed' || e.state === 'dropped')).map((e) => `${e.event_id} ${e.status} ${e.state}`);
+}
+
+test('the cluster runs on PostgreSQL with 4 shards, two history and two matching processes in the ring', async () => {
+  const { stdout } = await run(stack.cluster.o.cli, ['operator', 'cluster', 'describe', '--address', stack.cluster.address, '--output', 'json'], { encoding: 'utf8' });
+  const d = JSON.parse(stdout) as { persistenceStore: string; visibilityStore: string; historyShardCount: number; serverVersion: string };
+  expect({ persistenceStore: d.persistenceStore, visibilityStore: d.visibilityStore, historyShardCount: d.historyShardCount, serverVersion: d.serverVersion }).toEqual({
+    persistenceStore: 'postgres12',
+    visibilityStore: 'postgres12',
+    historyShardCount: 4,
+    serverVersion: '1.29.1',
+  });
+  // Ring membership as the services record it (roles: 1 frontend, 2 history, 3 matching, 4 worker), live entries only.
+  const members = stack.cluster.postgres.query('temporal', "SELECT role, count(DISTINCT rpc_port) FROM cluster_membership WHERE record_expiry > now() GROUP BY role ORDER BY role");
+  expect(members).toEqual({ ok: true, out: '1|1\n2|2\n3|2\n4|1' });
+});
+
+test('a delivery created with the CLI ends DELIVERED through webhooks that pass the load balancer', async () => {
+  const reference = `CLI-${stamp}`;
+  const created = await run(process.execPath, [CLI, 'create', '--reference', reference, '--order', join(__dirname, '../../docs/examples/order.json'), '--json'], { env: stack.cliEnv, encoding: 'utf8' });
+  expect(created.stdout).toContain(reference);
+  const final = await eventually(
+    `${reference} to be DELIVERED`,
+    async () => {
+      const { stdout } = await run(process.execPath, [CLI, 'status', reference, '--json'], { env: stack.cliEnv, encoding: 'utf8' });
+      const s = JSON.parse(stdout) as DeliveryState;
+      return s.status === 'DELIVERED' && s.phase === 'ended' ? s : undefined;
+    },
+    120_000,
+  );
+  // The simulator sent this delivery's webhooks to nginx's address, and they were acknowledged there.
+  const { attempts } = await stack.sim.webhooks();
+  const ours = attempts.filter((a) => a.url.startsWith(stack.lb.url) && a.answer_status !== null && a.answer_status < 300);
+  expect(ours.length).toBeGreaterThan(0);
+  const deliveredWebhook = (await stack.sim.webhooks()).events.find((e) => e.delivery_id === final.deliveryId && e.status === 'DELIVERED');
+  expect(deliveredWebhook?.state).toBe('delivered');
+});
+
+test('100 orders at once across 3 worker processes: never over a rolling window, no 429, one delivery each', async () => {
+  const since = new Date().toISOString();
+  const references = Array.from({ length: 100 }, (_, i) => `BULK-${stamp}-${i}`);
+  const started = Date.now();
+  await Promise.all(references.map((reference, i) => stack.client.startDelivery(order(i, i % 4 === 0), { reference })));
+  const results = await resultsOf(references);
+  console.log(`100 orders on the cluster: every workflow ended ${((Date.now() - started) / 1000).toFixed(1)} s after the first start`);
+  const log = (await stack.sim.requests()).filter((e) => e.time >= since);
+  expect(log.filter((e) => e.status === 429)).toEqual([]);
+  const busiest = busiestWindows(log);
+  for (const family of Object.keys(LIMITS) as (keyof typeof LIMITS)[]) expect({ family, most: busiest[family] <= LIMITS[family].limit }).toEqual({ family, most: true });
+  expect(busiest.creations).toBeGreaterThan(1);
+  expect(await providerAgrees(references, results)).toEqual({ duplicated: [], orphans: [], missing: [], disagreeing: [] });
+}, 300_000);
+
+const FAULTS: { name: string; inject: () => Promise<void> }[] = [
+  {
+    name: 'SIGKILL one matching process',
+    inject: async () => {
+      await stack.cluster.kill('matching-1');
+      await stack.cluster.startService('matching-1');
+    },
+  },
+  {
+    name: 'SIGKILL one history process',
+    inject: async () => {
+      await stack.cluster.kill('history-2');
+      await stack.cluster.startService('history-2');
+    },
+  },
+  { name: 'restart PostgreSQL', inject: () => stack.cluster.restartPostgres() },
+  {
+    name: 'SIGKILL one bridge',
+    inject: async () => {
+      await stack.bridges[0]!.kill('SIGKILL');
+      await stack.startBridge(0);
+    },
+  },
+  {
+    name: 'SIGKILL one worker',
+    inject: async () => {
+      await stack.workers[1]!.kill('SIGKILL');
+      await stack.startWorker(1);
+    },
+  },
+];
+
+describe.each(FAULTS.map((f, i) => [f.name, i] as const))('%s while a backlog drains', (name, i) => {
+  test('every workflow ends in the provider’s true state: no duplicate, orphan, lost status or 429', async () => {
+    const fault = FAULTS[i]!;
+    const since = new Date().toISOString();
+    const sinceMs = Date.now();
+    const references = Array.from({ length: FAULT_BACKLOG }, (_, n) => `F${i}-${stamp}-${n}`);
+    await Promise.all(references.map((reference, n) => stack.client.startDelivery(order(1000 * (i + 1) + n, n % 3 === 0), { reference })));
+    const createdAtProvider = async () => (await stack.sim.deliveries()).filter((d) => references.includes(d.delivery.reference_number ?? '')).length;
+    // The fault hits while orders are still waiting and earlier ones are being followed.
+    await eventually('a few orders of the backlog to be created', async () => ((await createdAtProvider()) >= 5 ? true : undefined), 60_000);
+    const before = await createdAtProvider();
+    const faultAt = Date.now();
+    await fault.inject();
+    const back = Date.now();
+    // Recovered: the provider sees a new creation and a workflow of the backlog ends after the fault.
+    const progressed = await eventually(
+      'progress after the fault',
+      async () => ((await createdAtProvider()) > before || before === FAULT_BACKLOG ? Date.now() : undefined),
+      120_000,
+    );
+    const results = await resultsOf(references);
+    const drained = Date.now();
+    console.log(
+      `${name}: fault injected and the process back in ${((back - faultAt) / 1000).toFixed(1)} s; ` +
+        `a new delivery at the provider ${((progressed - faultAt) / 1000).toFixed(1)} s after the fault; backlog of ${FAULT_BACKLOG} drained ${((drained - faultAt) / 1000).toFixed(1)} s after it`,
+    );
+    const log = (await stack.sim.requests()).filter((e) => e.time >= since);
+    expect(log.filter((e) => e.status === 429)).toEqual([]);
+    expect(await providerAgrees(references, results)).toEqual({ duplicated: [], orphans: [], missing: [], disagreeing: [] });
+    expect(await lostWebhooks(sinceMs)).toEqual([]);
+    // Every status the provider reported for these deliveries is in the workflow's timeline.
+    const { events } = await stack.sim.webhooks();
+    const lost = references.flatMap((r) => {
+      const s = results.get(r)!;
+      const seen = new Set(s.timeline.filter((t) => t.subject === 'delivery').map((t) => t.status));
+      const reported = events.filter((e) => e.delivery_id === s.deliveryId && e.destination_id === null && e.state === 'delivered').map((e) => e.status);
+      return reported.filter((status) => !seen.has(status)).map((status) => `${r} ${status}`);
+    });
+    expect(lost).toEqual([]);
+  }, 300_000);
+});
