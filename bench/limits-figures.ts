@@ -17,6 +17,11 @@ export interface PlannedOrder {
  * again at t + window; greedy earliest-slot assignment is optimal for identical jobs.
  */
 export function leastDrainMs(orders: readonly PlannedOrder[], quotes: RateLimit, creations: RateLimit): number {
+  return Math.max(0, ...leastCreationTimes(orders, quotes, creations));
+}
+
+/** When each order is created in that least-time schedule (ascending): the best possible drain curve. */
+export function leastCreationTimes(orders: readonly PlannedOrder[], quotes: RateLimit, creations: RateLimit): number[] {
   const quoteSlots = new Array<number>(quotes.limit).fill(0);
   const quotedAt = new Map<string, number>();
   for (const o of orders) {
@@ -27,14 +32,14 @@ export function leastDrainMs(orders: readonly PlannedOrder[], quotes: RateLimit,
   }
   const ready = orders.map((o) => quotedAt.get(o.fingerprint)!).sort((a, b) => a - b);
   const creationSlots = new Array<number>(creations.limit).fill(0);
-  let last = 0;
+  const created: number[] = [];
   for (const r of ready) {
     const i = argMin(creationSlots);
     const at = Math.max(r, creationSlots[i]!);
     creationSlots[i] = at + creations.windowMs;
-    last = Math.max(last, at);
+    created.push(at);
   }
-  return last;
+  return created.sort((a, b) => a - b);
 }
 
 function argMin(xs: number[]): number {

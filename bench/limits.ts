@@ -36,7 +36,9 @@ import { taskQueueRatePerSecond } from '../worker/pacing-config';
 import type { DeliveryOrder, DeliveryState } from '../workflows/messages';
 import { quoteFingerprint } from '../workflows/quote-fingerprint';
 import { deliveryWorkflowId, providerTaskQueues } from '../workflows/task-queues';
-import { backlogCounter, leastDrainMs, median, round, windowUse } from './limits-figures';
+import { limitsCharts, type BacklogSamples } from './limits-charts';
+import { backlogCounter, leastCreationTimes, leastDrainMs, median, round, windowUse } from './limits-figures';
+import type { BenchmarkOutput } from './main';
 import { prebuiltBundle, WorkerProcess } from './worker-processes';
 
 const num = (name: string, fallback: number) => (process.env[name] ? Number(process.env[name]) : fallback);
@@ -243,6 +245,12 @@ function backlogFigures(orders: Order[], startedAt: Map<string, number>, quotedA
   };
 }
 
+/** Each backlog approach's samples, for the charts. */
+const samples: BacklogSamples[] = [];
+function keepSamples(label: string, startedAt: Map<string, number>, createdAt: Map<string, number>, log: CallLog): void {
+  samples.push({ label, t0: Math.min(...startedAt.values()), quotes: log.quotes, creations: log.creations, createdAt: [...createdAt.values()] });
+}
+
 async function terminateAll(temporal: Client, references: string[]): Promise<void> {
   await Promise.all(references.map((r) => temporal.workflow.getHandle(deliveryWorkflowId(r)).terminate('benchmark over').catch(() => undefined)));
 }
@@ -262,7 +270,9 @@ async function backlogPhase(ctx: Context, limiter: 'gate' | 'task-queue'): Promi
     const startedAt = await startAll(client, orders, 24 * 3_600_000);
     const createdAt = await waitCreated(sim, orders.map((o) => o.reference), Date.now() + 3 * least + 60_000, limiter);
     const quotedAt = await quotedTimes(ctx.temporal, orders);
-    const figures = backlogFigures(orders, startedAt, quotedAt, createdAt, callLog(sim, key));
+    const log = callLog(sim, key);
+    const figures = backlogFigures(orders, startedAt, quotedAt, createdAt, log);
+    keepSamples(limiter === 'gate' ? 'pacing gate' : 'task-queue limit', startedAt, createdAt, log);
     progress(`${limiter}: ${JSON.stringify(figures)}`);
     return figures;
   } finally {
@@ -320,7 +330,9 @@ async function naivePhase(): Promise<BacklogFigures> {
       }),
     );
     const createdAt = await waitCreated(sim, orders.map((o) => o.reference), Date.now(), 'naive');
-    const figures = backlogFigures(orders, startedAt, quotedAt, createdAt, callLog(sim, key));
+    const log = callLog(sim, key);
+    const figures = backlogFigures(orders, startedAt, quotedAt, createdAt, log);
+    keepSamples('naive client', startedAt, createdAt, log);
     progress(`naive: ${JSON.stringify(figures)}`);
     return figures;
   } finally {
@@ -551,7 +563,7 @@ function countBy(xs: string[]): Record<string, number> {
   return out;
 }
 
-export async function limitsBenchmark(): Promise<Record<string, number | string>> {
+export async function limitsBenchmark(): Promise<BenchmarkOutput> {
   const { cli, server } = onCluster() ? await startBenchCluster(progress, TIME_LIMIT_MS) : await startBenchServer(progress, TIME_LIMIT_MS);
   const connection = await Connection.connect({ address: server.address });
   const ctx: Context = { server, cli, temporal: new Client({ connection, namespace: server.namespace }), bundle: await prebuiltBundle() };
@@ -575,5 +587,6 @@ export async function limitsBenchmark(): Promise<Record<string, number | string>
     await connection.close();
     await server.stop();
   }
-  return figures;
+  const planned = makeOrders('least', ORDERS);
+  return { figures, charts: samples.length ? limitsCharts(samples, LIMITS, ORDERS, leastCreationTimes(planned, LIMITS.quotes, LIMITS.creations)) : {} };
 }

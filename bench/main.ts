@@ -20,7 +20,10 @@ export interface BenchmarkResult {
   finishedAt: string;
 }
 
-const BENCHMARKS: Record<string, { describe: string; run: () => Promise<Record<string, number | string>> }> = {
+/** What a benchmark returns: its figures, or its figures and SVG charts drawn from its samples (bench/charts.ts). */
+export type BenchmarkOutput = Record<string, number | string> | { figures: Record<string, number | string>; charts: Record<string, string> };
+
+const BENCHMARKS: Record<string, { describe: string; run: () => Promise<BenchmarkOutput> }> = {
   simulator: { describe: 'throughput of the provider simulator (so other benchmarks know it is not their bottleneck)', run: simulatorBenchmark },
   limits: { describe: 'dispatch at the provider limits: window limiter vs task-queue limit vs a naive client; crash and outage runs (starts its own Temporal dev server)', run: limitsBenchmark },
   latency: { describe: 'end-to-end delivery latency (create → CREATED seen by status), p50/p99, on the dev server and on the Temporal cluster of `npm run cluster`, in one run', run: latencyBenchmark },
@@ -28,6 +31,10 @@ const BENCHMARKS: Record<string, { describe: string; run: () => Promise<Record<s
   'start-checks': { describe: "the delivery workflow's start check: in the worker's thread (as it runs) against the same schemas evaluated in each workflow's sandbox; no server", run: startChecksBenchmark },
   webhooks: { describe: 'webhook bridge: throughput against raw signals, acknowledgement and propagation latency (starts its own Temporal dev server)', run: webhooksBenchmark },
 };
+
+function isCharted(o: BenchmarkOutput): o is { figures: Record<string, number | string>; charts: Record<string, string> } {
+  return typeof o.figures === 'object' && typeof o.charts === 'object';
+}
 
 async function main(): Promise<void> {
   const name = process.argv[2];
@@ -38,7 +45,8 @@ async function main(): Promise<void> {
     console.error('usage: npm run bench -- <name>\n' + Object.entries(BENCHMARKS).map(([n, b]) => `  ${n}: ${b.describe}`).join('\n'));
     process.exit(2);
   }
-  const figures = await BENCHMARKS[name]!.run();
+  const output = await BENCHMARKS[name]!.run();
+  const { figures, charts } = isCharted(output) ? output : { figures: output, charts: {} };
   const os = await import('node:os');
   const result: BenchmarkResult = {
     name,
@@ -60,6 +68,11 @@ async function main(): Promise<void> {
   writeFileSync(join(dir, file), JSON.stringify(result, null, 2) + '\n');
   console.table(figures);
   console.log(`written to bench/results/${file}`);
+  for (const [chart, svg] of Object.entries(charts)) {
+    const chartFile = file.replace(/\.json$/, `-${chart}.svg`);
+    writeFileSync(join(dir, chartFile), svg);
+    console.log(`written to bench/results/${chartFile}`);
+  }
   // Bounded and done: leave even if a library still holds a handle open.
   process.exit(0);
 }

@@ -1,4 +1,5 @@
 import { lineChart, niceTicks, trailingWindowSeries } from '../../bench/charts';
+import { drainSeries, limitsCharts } from '../../bench/limits-charts';
 
 /** The y pixel of every vertex of the named series' polyline. */
 function vertexYs(svg: string, name: string): number[] {
@@ -39,5 +40,16 @@ describe('benchmark charts', () => {
     expect(lineChart({ title: 'a <b> & "c"', xLabel: 'x', yLabel: 'y', series: [] })).toContain('a &lt;b&gt; &amp; &quot;c&quot;');
     expect(niceTicks(0, 138)).toEqual([0, 50, 100, 150]);
     expect(niceTicks(0, 1)).toEqual([0, 0.2, 0.4, 0.6, 0.8, 1]);
+  });
+
+  it('draws the limits benchmark from its samples: both families against their limits, and the drain against the least possible', () => {
+    const t0 = 1_000_000;
+    const sample = { label: 'pacing gate', t0, quotes: [t0 + 100, t0 + 200], creations: [t0 + 300, t0 + 6_400], createdAt: [t0 + 300, t0 + 6_400] };
+    const charts = limitsCharts([sample], { quotes: { limit: 100, windowMs: 60_000 }, creations: { limit: 20, windowMs: 6_000 } }, 2, [0, 6_000]);
+    expect(Object.keys(charts).sort()).toEqual(['creations', 'drain', 'quotes']);
+    expect(charts.creations).toContain('provider limit: 20 per 6 s');
+    expect(charts.quotes).toContain('provider limit: 100 per 60 s');
+    expect(charts.drain).toContain('data-name="least possible"');
+    expect(drainSeries('x', 2, [6.4, 0.3]).points).toEqual([[0, 2], [0.3, 1], [6.4, 0]]);
   });
 });
