@@ -47,7 +47,7 @@ import { DeliveryId, DeliveryStatus, QuotedPrice } from './search-attributes';
 import { deliveryDetails } from './details';
 import { startChecks } from './start-checks';
 import { DeliveryTracker } from './state';
-import { providerTaskQueues } from './task-queues';
+import { deliveryPriority, providerTaskQueues } from './task-queues';
 import { GateCalls } from './gate';
 import { quoteFingerprint } from './quote-fingerprint';
 import type { GateActivities } from '../activities/gate-activities';
@@ -73,15 +73,17 @@ const providerCall: ActivityOptions = {
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute', nonRetryableErrorTypes: NON_RETRYABLE_PROVIDER_FAILURES },
 };
 
-function providerActivities() {
+/** Food first for every provider call as well (task-queue pacing, updates, reads): the delivery's Temporal priority. */
+function providerActivities(food: boolean) {
   const queues = providerTaskQueues(workflowInfo().taskQueue);
+  const options = (family: CallFamily): ActivityOptions => ({ ...providerCall, taskQueue: queues[family], priority: deliveryPriority(food) });
   return {
-    quotes: proxyActivities<ProviderActivities>({ ...providerCall, taskQueue: queues.quotes }),
-    creations: proxyActivities<ProviderActivities>({ ...providerCall, taskQueue: queues.creations }),
-    other: proxyActivities<ProviderActivities>({ ...providerCall, taskQueue: queues.other }),
+    quotes: proxyActivities<ProviderActivities>(options('quotes')),
+    creations: proxyActivities<ProviderActivities>(options('creations')),
+    other: proxyActivities<ProviderActivities>(options('other')),
     /** Options for one call, with the summary the Web UI shows on its event. */
     labelled(family: CallFamily, summary: string, extra: ActivityOptions = {}): ActivityOptions {
-      return { ...providerCall, taskQueue: queues[family], summary, ...extra };
+      return { ...options(family), summary, ...extra };
     },
   };
 }
@@ -91,7 +93,7 @@ const pacingSettings = () => proxyLocalActivities<GateActivities>({ startToClose
 
 /** A quote without a delivery: the same paced path as the delivery workflow's quote. */
 export async function quoteOnly(order: CreateDeliveryRequest): Promise<Quote | CarriedQuote> {
-  const act = providerActivities();
+  const act = providerActivities(order.is_food);
   const pacing = await pacingSettings();
   if (pacing.pacing !== 'gate') return act.quotes.quoteDelivery.executeWithOptions(act.labelled('quotes', `quote ${order.destinations.length} stop(s)`), [order]);
   const fingerprint = quoteFingerprint(order);
@@ -105,7 +107,7 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
   if (!checked.readable) await checked.passed;
   const tracker = input.resume ? new DeliveryTracker(input.resume.tracker) : DeliveryTracker.start(input);
   const state = tracker.state;
-  const act = providerActivities();
+  const act = providerActivities(input.order.is_food === true);
   const request = { ...input.order, reference_number: input.reference };
   const pending: StatusChange[] = [];
   const followUp: FollowUpSettings = { ...DEFAULT_FOLLOW_UP, ...input.followUp };
