@@ -35,7 +35,7 @@ beforeAll(async () => {
       PROVIDER_RATE_LIMITS: Object.entries(LIMITS)
         .map(([f, l]) => `${f}=${l.limit}/${l.windowMs}ms`)
         .join(','),
-      PROVIDER_LIMIT_MARGIN_MS: '20',
+      PROVIDER_PACING_MARGIN_MS: '20',
       PROVIDER_QUOTE_MIN_REMAINING_MS: '1000',
     },
   });
