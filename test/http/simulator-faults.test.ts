@@ -19,7 +19,7 @@ beforeEach(() => s.sim.reset());
 
 test('GET /_sim/faults shows the defaults; POST merges', async () => {
   const f = (await call(s.url, 'GET', '/_sim/faults', { key: null })).json as Faults;
-  expect(f).toEqual({ error_rate: 0, latency_ms: 0, webhook_drop_rate: 0, webhook_duplicate_rate: 0, webhook_reorder_rate: 0, ignore_idempotency_keys: false });
+  expect(f).toEqual({ error_rate: 0, latency_ms: 0, webhook_drop_rate: 0, webhook_duplicate_rate: 0, webhook_reorder_rate: 0, ignore_idempotency_keys: false, reference_faults: {} });
   await call(s.url, 'POST', '/_sim/faults', { key: null, body: { latency_ms: 5 } });
   const g = (await call(s.url, 'POST', '/_sim/faults', { key: null, body: { webhook_drop_rate: 0.5 } })).json as Faults;
   expect(g).toMatchObject({ latency_ms: 5, webhook_drop_rate: 0.5 });
