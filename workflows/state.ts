@@ -13,12 +13,13 @@ import type { ChangeSource, DeliveryState, DeliveryWorkflowInput, StatusChange, 
 export type ChangeOutcome = 'applied' | 'duplicate' | 'stale' | 'other_delivery' | 'unknown_destination';
 
 /**
- * Timeline entries kept: the newest 200, the older ones only counted (state.timelineDropped).
+ * Timeline entries kept: the newest 500, the older ones only counted (state.timelineDropped).
  * The timeline travels in every query answer and through continue-as-new; unbounded, one note
  * per reconciliation grew the carried input to about 2 MB in five hours at the shortest interval.
- * 200 entries hold every status change of a delivery with many stops and a day of notes.
+ * 500 hold every status step of a delivery with the contract's 100 destinations (three or four
+ * each) and its own notes; 500 entries are about 75 KB.
  */
-export const TIMELINE_LIMIT = 200;
+export const TIMELINE_LIMIT = 500;
 
 /** How many webhook event ids are remembered for duplicate detection (bounded memory). */
 export const SEEN_EVENT_IDS_LIMIT = 2_000;

@@ -109,7 +109,8 @@ describe('the hardened webhook bridge', () => {
     );
 
     expect(failures.slice(0, 20)).toEqual([]);
-    expect(seconds).toBeLessThan(60);
+    // A bound against a hang, not a speed target (43 s alone, 73 s with the whole suite on 2 busy cores).
+    expect(seconds).toBeLessThan(150);
     const health = await request(stack.bridgeUrl + '/healthz');
     expect(health.statusCode).toBe(200);
     await health.body.dump();
@@ -134,7 +135,7 @@ describe('the hardened webhook bridge', () => {
     const retries = m.sum('bridge_webhooks_total', { outcome: 'retry_later' }) - before.sum('bridge_webhooks_total', { outcome: 'retry_later' });
     expect(retries).toBe(m.value(...webhooks('retry_later', 'unknown_delivery')) - before.value(...webhooks('retry_later', 'unknown_delivery')));
     expect(m.sum('bridge_webhooks_total', { outcome: 'rejected' }) - before.sum('bridge_webhooks_total', { outcome: 'rejected' })).toBeGreaterThan(FUZZ_REQUESTS / 2);
-  }, 120_000);
+  }, 200_000);
 
   it('answers a replayed request (same bytes, within tolerance) with duplicate and signals only once', async () => {
     const s = await followedDelivery();

@@ -96,17 +96,17 @@ describe('the delivery state machine', () => {
 describe('the timeline', () => {
   it('keeps the newest TIMELINE_LIMIT entries and counts the rest by source, across a continue-as-new', () => {
     let t = tracked(); // 3 entries so far (two destinations and the delivery, from the provider)
-    for (let i = 0; i < 500; i++) t.note(new Date(t0.getTime() + i * 1000), `reconciling: check ${i}`);
+    for (let i = 0; i < 1_000; i++) t.note(new Date(t0.getTime() + i * 1000), `reconciling: check ${i}`);
     // Carried over as a continue-as-new carries it (JSON), and still bounded afterwards.
     t = new DeliveryTracker(JSON.parse(JSON.stringify(t.snapshot())));
     expect(t.apply({ deliveryId: 'del_1', status: 'ASSIGNED', source: 'webhook', eventId: 'evt_late' }, t0)).toBe('applied');
     const s = t.state;
     expect(s.timeline).toHaveLength(TIMELINE_LIMIT);
-    expect(s.timelineDropped).toEqual({ count: 504 - TIMELINE_LIMIT, bySource: { provider: 3, workflow: 504 - TIMELINE_LIMIT - 3 } });
-    expect(timelineTotal(s)).toBe(504);
+    expect(s.timelineDropped).toEqual({ count: 1_004 - TIMELINE_LIMIT, bySource: { provider: 3, workflow: 1_004 - TIMELINE_LIMIT - 3 } });
+    expect(timelineTotal(s)).toBe(1_004);
     // The newest entry is the webhook's; the oldest kept is the note that came TIMELINE_LIMIT - 1 entries before it.
     expect(s.timeline.at(-1)).toMatchObject({ source: 'webhook', status: 'ASSIGNED' });
-    expect(s.timeline[0]).toMatchObject({ note: `reconciling: check ${500 - TIMELINE_LIMIT + 1}` });
-    expect(JSON.stringify(t.snapshot()).length).toBeLessThan(60_000);
+    expect(s.timeline[0]).toMatchObject({ note: `reconciling: check ${1_000 - TIMELINE_LIMIT + 1}` });
+    expect(JSON.stringify(t.snapshot()).length).toBeLessThan(150_000);
   });
 });
