@@ -26,6 +26,7 @@ import {
 } from '@temporalio/workflow';
 import type { ProviderActivities } from '../activities/provider-activities';
 import { canUpdate, isTerminalDestination } from '../provider/lifecycle';
+import { formatMoney } from '../provider/money';
 import type { CallFamily } from '../provider/limits';
 import type { CreateDeliveryRequest, DeliveryRecord, Quote, UpdateDeliveryRequest } from '../provider/schemas';
 import { describeIssues, fieldIssues } from '../provider/validation';
@@ -200,7 +201,7 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
     const quote = await obtainQuote();
     state.quote = quote;
     upsertSearchAttributes([{ key: QuotedPrice, value: quote.price.amount }]);
-    tracker.note(now(), `quoted ${quote.price.amount} ${quote.price.currency} (minor units)`);
+    tracker.note(now(), `quoted ${formatMoney(quote.price)}`);
     if (input.maxPrice) await priceGuard(input, quote);
     // A cancellation that arrived with the quote's result still counts as "before creation".
     if (CancellationScope.current().consideredCancelled) throw new CancelledFailure('cancellation requested before creation');
@@ -354,14 +355,14 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
 
     setPhase('awaiting_approval');
     const timeoutMs = input.approvalTimeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS;
-    tracker.note(now(), `quote ${quote.price.amount} is over the maximum ${max.amount}: waiting up to ${Math.round(timeoutMs / 1000)} s for approval`);
+    tracker.note(now(), `quote ${formatMoney(quote.price)} is over the maximum ${formatMoney(max)}: waiting up to ${Math.round(timeoutMs / 1000)} s for approval`);
     const decided = await condition(() => decision !== undefined, timeoutMs, { summary: 'wait for approveQuote or rejectQuote' });
     if (!decided) {
       tracker.note(now(), 'no approval in time: nothing was created');
       setPhase('ended');
       throw ApplicationFailure.create({
         type: WORKFLOW_FAILURE_TYPES.quoteNotApproved,
-        message: `the quote of ${quote.price.amount} ${quote.price.currency} is over the maximum of ${max.amount} and was not approved within ${Math.round(timeoutMs / 1000)} s; nothing was created`,
+        message: `the quote of ${formatMoney(quote.price)} is over the maximum of ${formatMoney(max)} and was not approved within ${Math.round(timeoutMs / 1000)} s; nothing was created`,
         nonRetryable: true,
       });
     }
@@ -369,7 +370,7 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
       setPhase('ended');
       throw ApplicationFailure.create({
         type: WORKFLOW_FAILURE_TYPES.quoteRejected,
-        message: `the quote of ${quote.price.amount} ${quote.price.currency} was rejected (${decision.reason}); nothing was created`,
+        message: `the quote of ${formatMoney(quote.price)} was rejected (${decision.reason}); nothing was created`,
         nonRetryable: true,
       });
     }
