@@ -31,7 +31,7 @@ export async function recordHistories(generation: string, testName: string, hand
   }
 }
 
-export function recordedHistories(): { generation: string; workflowId: string; history: History }[] {
+export function recordedHistories(): { generation: string; file: string; workflowId: string; history: History }[] {
   return readdirSync(HISTORIES_DIR, { withFileTypes: true })
     .filter((d) => d.isDirectory())
     .map((d) => d.name)
@@ -40,10 +40,12 @@ export function recordedHistories(): { generation: string; workflowId: string; h
       readdirSync(join(HISTORIES_DIR, generation))
         .filter((f) => f.endsWith('.json'))
         .sort()
-        .map((f) => ({
-          generation,
-          workflowId: `${generation}/${f.replace(/\.json$/, '')}`,
-          history: historyFromJSON(JSON.parse(readFileSync(join(HISTORIES_DIR, generation, f), 'utf8'))),
-        })),
+        .map((f) => {
+          const history = historyFromJSON(JSON.parse(readFileSync(join(HISTORIES_DIR, generation, f), 'utf8')));
+          // Replayed under the ID it ran with: the delivery workflow checks its ID against its reference.
+          const workflowId = history.events?.[0]?.workflowExecutionStartedEventAttributes?.workflowId;
+          if (!workflowId) throw new Error(`${generation}/${f}: the first event names no workflow ID; record it again`);
+          return { generation, file: f, workflowId, history };
+        }),
     );
 }

@@ -14,15 +14,17 @@ describe('recorded delivery histories', () => {
   it('are present: one baseline, deliveries and the pacing gate', () => {
     expect([...new Set(histories.map((h) => h.generation))]).toEqual(['baseline']);
     expect(histories.length).toBeGreaterThanOrEqual(10);
+    expect(new Set(histories.map((h) => h.workflowId)).size).toBe(histories.length); // one history per workflow
     expect(histories.some((h) => h.workflowId.includes('pacing-gate'))).toBe(true);
   });
 
   it('all replay with the current workflow code', async () => {
     const failures: string[] = [];
     const replayed: string[] = [];
+    const fileOf = new Map(histories.map((h) => [h.workflowId, `${h.generation}/${h.file}`]));
     for await (const result of Worker.runReplayHistories({ workflowBundle: await workflowBundle() }, histories)) {
       replayed.push(result.workflowId);
-      if (result.error) failures.push(`${result.workflowId}: ${result.error.message}`);
+      if (result.error) failures.push(`${fileOf.get(result.workflowId)} (${result.workflowId}): ${result.error.message}`);
     }
     expect(failures).toEqual([]);
     expect(replayed).toHaveLength(histories.length);
