@@ -20,7 +20,7 @@ export interface GateSnapshot {
   config: GateConfig;
   busyUntil: Record<GatedFamily, number[]>; // per family, when each used slot may be used again (ascending)
   pausedUntil: Record<GatedFamily, number>;
-  outage: { failing: string[]; probes: number; until: number }; // `failing`: different orders failed since the last answer
+  outage: { failing: string[]; probes: number; until: number }; // `failing`: different orders that failed a first time since the last answer
   quotes: { fingerprint: string; quote: Quote }[];
   counts: { calls: number; shared: number; retried: number };
   answered: string[]; // the latest requests answered: a request sent again (its local activity retried) is not made again
@@ -131,7 +131,8 @@ export class GateState {
       case 'not_made':
         return again(req);
       default:
-        if (outcome.kind !== 'unclear' && !o.failing.includes(req.from)) o.failing.push(req.from);
+        // Outage evidence: an order's first failure only (one that failed before may be poison, failing alone).
+        if (outcome.kind !== 'unclear' && req.attempts === 0 && !o.failing.includes(req.from)) o.failing.push(req.from);
         // Probes back off up to a quarter of the shortest window: an outage's end is noticed that soon.
         if (o.failing.length >= OUTAGE_AFTER) o.until = now + Math.min(...GATED_FAMILIES.map((f) => this.s.config.limits[f].windowMs / 4), BACKOFF_BASE_MS * 2 ** o.probes++);
         this.s.counts.retried++; // this order alone waits out a growing backoff, its place kept

@@ -21,8 +21,8 @@
  *
  * Order: food first, then by first request. A 429 pauses its family until Retry-After. A failure
  * of one order (a 5xx, no answer, a dead worker) sends that order alone into a growing backoff,
- * its place kept, and never holds the queue; only failures of OUTAGE_AFTER different orders in a
- * row mean an outage: then one call at a time, with growing pauses, until an answer comes.
+ * its place kept, and never holds the queue; only first failures of OUTAGE_AFTER different orders
+ * in a row mean an outage: then one call at a time, with growing pauses, until an answer comes.
  * Identical orders share a valid quote. After an unclear creation the next attempt looks the
  * delivery up by reference before creating (Idempotency-Key = the delivery's workflow ID).
  * `PROVIDER_PACING=task-queue` uses Temporal's task-queue rate limit instead (the comparison).
