@@ -70,7 +70,8 @@ export function createProviderActivities(provider: ProviderClient, o: { httpTime
       if (existing) return existing;
       check();
       const { delivery, replayed } = await provider.createDelivery(request, { idempotencyKey, signal: signal() });
-      Context.current().log.info('delivery created at the provider', { deliveryId: delivery.id, replayed });
+      // The gate made the call: say for which delivery workflow (the key is its ID).
+      Context.current().log.info('delivery created at the provider', { deliveryId: delivery.id, replayed, deliveryWorkflowId: idempotencyKey });
       return delivery;
     }),
 

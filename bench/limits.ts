@@ -414,7 +414,9 @@ async function crashPhase(ctx: Context): Promise<Record<string, number | string>
       if (!mine || !truth) return true;
       return mine.status !== truth.status || truth.destinations.some((d) => mine.destinations.find((x) => x.id === d.id)?.status !== d.status);
     }).length;
-    const retried = [...results.values()].filter((s) => s.timeline.some((e) => e.note?.startsWith('creation attempt'))).length;
+    // A creation attempted again after an unclear outcome looks the delivery up by reference first.
+    const lookedUp = sim.requestLog().filter((e) => e.method === 'GET' && e.path === '/v1/deliveries' && e.query.includes('reference_number='));
+    const retried = new Set(lookedUp.map((e) => new URLSearchParams(e.query).get('reference_number'))).size;
     const figures = {
       crash_orders: orders.length,
       crash_kills: kills.random + kills.created_unanswered + kills.answered,

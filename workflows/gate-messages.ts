@@ -20,7 +20,8 @@ export interface GateConfig {
 /**
  * `from`: the asking workflow (for creations also the Idempotency-Key); `n`: the request's number
  * there, which its answer carries back; `requestedAt`: when the order first asked (asked again, it
- * keeps its place); `fingerprint` (quotes): identical orders share one quote while it is valid.
+ * keeps its place); `fingerprint` (quotes): identical orders share one quote while it is valid;
+ * `unclear`: an earlier attempt may have reached the provider (a creation then looks first).
  */
 export interface GateRequest {
   from: string;
@@ -30,14 +31,15 @@ export interface GateRequest {
   requestedAt: number;
   order: CreateDeliveryRequest;
   fingerprint?: string;
+  unclear?: boolean;
 }
 
 export type GateAnswer = { n: number } & (
   | { quote: Quote; shared: boolean }
   | { delivery: DeliveryRecord }
   | { failure: { type: string; message: string } }
-  /** The gate continued as new without carrying the queue: ask again (the place is kept). */
-  | { again: true }
+  /** The gate continued as new without carrying the queue: ask again (the place is kept, and whether an attempt may have reached the provider). */
+  | { again: true; unclear: boolean }
   | { withdrawn: true }
 );
 

@@ -20,9 +20,10 @@ export interface GateSnapshot {
   config: GateConfig;
   busyUntil: Record<GatedFamily, number[]>; // per family, when each used slot may be used again (ascending)
   pausedUntil: Record<GatedFamily, number>;
-  outage: { failing: string[]; probes: number; until: number }; // `failing`: different orders failed since the last answer
+  outage: { failing: string[]; probes: number; until: number }; // `failing`: different orders that failed a first time since the last answer
   quotes: { fingerprint: string; quote: Quote }[];
   counts: { calls: number; shared: number; retried: number };
+  answered: string[]; // the latest requests answered: a request sent again (its local activity retried) is not made again
 }
 
 /** This many different orders failing in a row, with no answer between, mean an outage. */
@@ -30,6 +31,7 @@ export const OUTAGE_AFTER = 3;
 const BACKOFF_BASE_MS = 1_000;
 const BACKOFF_MAX_MS = 10 * 60_000;
 const QUOTE_CACHE_LIMIT = 2_000;
+const ANSWERED_LIMIT = 2_000;
 
 const key = (r: { from: string; n: number }) => `${r.from}#${r.n}`;
 
@@ -40,19 +42,24 @@ export class GateState {
   constructor(readonly s: GateSnapshot) {}
 
   static empty(config: GateConfig): GateState {
-    return new GateState({ config, busyUntil: { creations: [], quotes: [] }, pausedUntil: { creations: 0, quotes: 0 }, outage: { failing: [], probes: 0, until: 0 }, quotes: [], counts: { calls: 0, shared: 0, retried: 0 } });
+    return new GateState({ config, busyUntil: { creations: [], quotes: [] }, pausedUntil: { creations: 0, quotes: 0 }, outage: { failing: [], probes: 0, until: 0 }, quotes: [], counts: { calls: 0, shared: 0, retried: 0 }, answered: [] });
   }
 
   /** Queues a request (food first, then by first request), or answers it from a valid shared quote. */
   request(r: GateRequest, now: number): GateAnswer | undefined {
-    if (this.inFlight.has(key(r)) || this.waiting.some((w) => key(w) === key(r))) return undefined; // a repeated signal
+    if (this.inFlight.has(key(r)) || this.waiting.some((w) => key(w) === key(r)) || this.s.answered.includes(key(r))) return undefined; // sent again
     const quote = r.fingerprint === undefined ? undefined : this.sharedQuote(r.fingerprint, now);
     if (quote) {
       this.s.counts.shared++;
       return { n: r.n, quote, shared: true };
     }
-    this.enqueue({ ...r, retryAt: 0, attempts: 0, unclear: false });
+    this.enqueue({ ...r, retryAt: 0, attempts: 0, unclear: r.unclear ?? false });
     return undefined;
+  }
+
+  /** Remembers that a request got its answer. */
+  answer(to: string, a: GateAnswer): void {
+    if (!('again' in a)) this.s.answered = [...this.s.answered, key({ from: to, n: a.n })].slice(-ANSWERED_LIMIT);
   }
 
   /** A waiting request leaves (its workflow was cancelled); one whose call is out gets that call's answer instead. */
@@ -124,7 +131,8 @@ export class GateState {
       case 'not_made':
         return again(req);
       default:
-        if (outcome.kind !== 'unclear' && !o.failing.includes(req.from)) o.failing.push(req.from);
+        // Outage evidence: an order's first failure only (one that failed before may be poison, failing alone).
+        if (outcome.kind !== 'unclear' && req.attempts === 0 && !o.failing.includes(req.from)) o.failing.push(req.from);
         // Probes back off up to a quarter of the shortest window: an outage's end is noticed that soon.
         if (o.failing.length >= OUTAGE_AFTER) o.until = now + Math.min(...GATED_FAMILIES.map((f) => this.s.config.limits[f].windowMs / 4), BACKOFF_BASE_MS * 2 ** o.probes++);
         this.s.counts.retried++; // this order alone waits out a growing backoff, its place kept

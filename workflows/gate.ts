@@ -21,8 +21,8 @@
  *
  * Order: food first, then by first request. A 429 pauses its family until Retry-After. A failure
  * of one order (a 5xx, no answer, a dead worker) sends that order alone into a growing backoff,
- * its place kept, and never holds the queue; only failures of OUTAGE_AFTER different orders in a
- * row mean an outage: then one call at a time, with growing pauses, until an answer comes.
+ * its place kept, and never holds the queue; only first failures of OUTAGE_AFTER different orders
+ * in a row mean an outage: then one call at a time, with growing pauses, until an answer comes.
  * Identical orders share a valid quote. After an unclear creation the next attempt looks the
  * delivery up by reference before creating (Idempotency-Key = the delivery's workflow ID).
  * `PROVIDER_PACING=task-queue` uses Temporal's task-queue rate limit instead (the comparison).
@@ -48,6 +48,7 @@ export async function pacingGate(input: { taskQueue: string; config: GateConfig;
   let changed = true;
   const post = (to: string, answer: GateAnswer | undefined) => {
     if (answer) outbox.push({ to, answer });
+    if (answer) gate.answer(to, answer);
     changed = true;
   };
   const track = (p: Promise<unknown>) => {
@@ -62,7 +63,7 @@ export async function pacingGate(input: { taskQueue: string; config: GateConfig;
   for (let draining = false; ; ) {
     changed = false;
     draining ||= workflowInfo().continueAsNewSuggested || workflowInfo().historyLength >= HISTORY_LIMIT;
-    if (draining) for (const w of gate.waiting.splice(0)) outbox.push({ to: w.from, answer: { n: w.n, again: true } });
+    if (draining) for (const w of gate.waiting.splice(0)) outbox.push({ to: w.from, answer: { n: w.n, again: true, unclear: w.unclear } });
     else {
       for (const call of gate.take(Date.now())) {
         track(
@@ -144,11 +145,11 @@ export class GateCalls {
   async call<T extends 'quotes' | 'creations'>(family: T & GatedFamily, order: CreateDeliveryRequest, o: { food: boolean; fingerprint?: string }): Promise<Extract<GateAnswer, T extends 'quotes' ? { quote: unknown } : { delivery: unknown }>> {
     const { workflowId: from, taskQueue } = workflowInfo();
     const requestedAt = Date.now();
-    for (;;) {
+    for (let unclear = false; ; ) {
       const n = ++this.n;
       let answer: GateAnswer | undefined;
       try {
-        await local.askGate({ taskQueue, request: { from, n, family, food: o.food, requestedAt, order, fingerprint: o.fingerprint } });
+        await local.askGate({ taskQueue, request: { from, n, family, food: o.food, requestedAt, order, fingerprint: o.fingerprint, unclear } });
         await condition(() => this.answers.has(n));
         answer = this.answers.get(n)!;
       } catch (err) {
@@ -163,7 +164,8 @@ export class GateCalls {
       }
       this.answers.delete(n);
       if ('failure' in answer) throw ApplicationFailure.create({ type: answer.failure.type, message: answer.failure.message, nonRetryable: true });
-      if (!('again' in answer) && !('withdrawn' in answer)) return answer as never;
+      if ('again' in answer) unclear ||= answer.unclear;
+      else if (!('withdrawn' in answer)) return answer as never;
     }
   }
 }

@@ -123,8 +123,8 @@ it('run a delivery end to end, fail a revoked key cleanly, refuse a forged webho
         return []; // not a log line (the CLI's pretty JSON, webpack's notes, ...)
       }
     });
-  // The creation call's log line: createInSlot under the window limiter (the default), createDelivery under task-queue pacing.
-  expect(jsonLines.some((l) => l.workflowId === `delivery:${reference}` && ['createInSlot', 'createDelivery'].includes(String(l.activityType)))).toBe(true);
+  // The creation call's log line: made by the pacing gate (the default) for this delivery, or by the delivery itself under task-queue pacing.
+  expect(jsonLines.some((l) => l.deliveryWorkflowId === `delivery:${reference}` || (l.workflowId === `delivery:${reference}` && l.activityType === 'createDelivery'))).toBe(true);
   expect(jsonLines.some((l) => l.msg === 'webhook' && l.workflow_id === `delivery:${reference}`)).toBe(true);
   expect(everything).toContain('ProviderUnauthorized'); // the revoked key's failure was logged...
   for (const secret of SECRETS) expect(everything.includes(secret) ? secret.slice(0, 12) + '…' : 'absent').toBe('absent'); // ...but no secret, anywhere

@@ -28,5 +28,5 @@ describe('recorded delivery histories', () => {
     }
     expect(failures).toEqual([]);
     expect(replayed).toHaveLength(histories.length);
-  });
+  }, 180_000); // bundling the workflows alone takes most of a minute on a busy 2-core machine
 });

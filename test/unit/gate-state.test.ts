@@ -143,4 +143,15 @@ describe('GateState', () => {
     expect(g.request(q(3), 20)).toMatchObject({ shared: true });
     expect(g.request(q(4), 9_950)).toBeUndefined(); // too close to expiry: asks
   });
+
+  it('keeps what it knows of an order asked again: its earlier attempt may have reached the provider, and a request sent twice is made once', () => {
+    const g = GateState.empty(config);
+    g.request(req(1, { unclear: true }), 0);
+    const [c] = g.take(0);
+    expect(c!.req.unclear).toBe(true); // the creation looks the delivery up first
+    const [answer] = g.done(c!, ok(c!), 10);
+    g.answer(answer!.to, answer!.answer);
+    expect(g.request(req(1, { unclear: true }), 20)).toBeUndefined(); // the same request again (its local activity retried)
+    expect(g.take(20)).toEqual([]);
+  });
 });
