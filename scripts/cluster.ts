@@ -27,7 +27,9 @@ const root = join(__dirname, '..');
 const dataDir = join(root, '.data');
 const SIMULATOR_PORT = 4010;
 const LB_PORT = 8080;
-const BRIDGE_PORTS = [8081, 8082];
+const BRIDGE_PORTS = [8082, 8083];
+/** Each bridge's operator page and metrics, on loopback (the first where `npm start` has its one). */
+const BRIDGE_ADMIN_PORTS = [8081, 8084];
 const CODEC_PORT = 8234;
 const WORKERS = Number(process.env.CLUSTER_WORKERS ?? 2);
 const SIMULATOR_URL = `http://127.0.0.1:${SIMULATOR_PORT}`;
@@ -91,6 +93,7 @@ async function main(): Promise<void> {
     { port: SIMULATOR_PORT, what: 'provider simulator' },
     { port: LB_PORT, what: 'nginx, the webhook bridges' },
     ...BRIDGE_PORTS.map((port, i) => ({ port, what: `webhook bridge ${i + 1}` })),
+    ...BRIDGE_ADMIN_PORTS.map((port, i) => ({ port, what: `webhook bridge ${i + 1}'s admin listener` })),
     { port: CODEC_PORT, what: 'codec endpoint' },
   ]);
 
@@ -140,7 +143,7 @@ async function main(): Promise<void> {
   await Promise.all([
     ...Array.from({ length: WORKERS }, (_, i) => runService(`worker-${i + 1}`, 'worker/main.ts', { ...temporalEnv, DELIVERY_API_URL: SIMULATOR_URL }, /^worker: task queue/)),
     ...BRIDGE_PORTS.map((port, i) =>
-      runService(`bridge-${i + 1}`, 'bridge/main.ts', { ...temporalEnv, DELIVERY_API_URL: SIMULATOR_URL, DELIVERY_WEBHOOK_SECRETS: webhookSecret, BRIDGE_PORT: String(port) }, /^bridge: listening/),
+      runService(`bridge-${i + 1}`, 'bridge/main.ts', { ...temporalEnv, DELIVERY_API_URL: SIMULATOR_URL, DELIVERY_WEBHOOK_SECRETS: webhookSecret, BRIDGE_PORT: String(port), BRIDGE_ADMIN_PORT: String(BRIDGE_ADMIN_PORTS[i]) }, /^bridge: listening/),
     ),
     runService('codec', 'client/codec-server.ts', { DELIVERY_PAYLOAD_KEYS: payloadKeys, CODEC_ALLOWED_ORIGIN: cluster.uiUrl }, /^codec: listening/),
   ]);
@@ -153,7 +156,7 @@ async function main(): Promise<void> {
   log(`  PostgreSQL       127.0.0.1:${ports.postgres} (data .data/cluster/postgresql, user temporal, password in .data/cluster/postgres-password)`);
   log(`  Temporal Web UI  ${cluster.uiUrl}`);
   log(`  provider sandbox ${SIMULATOR_URL} (API key: sandbox-key; dashboard ${SIMULATOR_URL}/_sim)`);
-  log(`  webhook bridges  ${LB_URL}/webhooks/delivery (nginx → ${BRIDGE_PORTS.map((p) => `127.0.0.1:${p}`).join(', ')})`);
+  log(`  webhook bridges  ${LB_URL}/webhooks/delivery (nginx → ${BRIDGE_PORTS.map((p) => `127.0.0.1:${p}`).join(', ')}); recent webhooks and metrics ${BRIDGE_ADMIN_PORTS.map((p) => `http://127.0.0.1:${p}/`).join(', ')}`);
   log(`  codec endpoint   ${CODEC_URL}`);
   log(`  delivery workers ${WORKERS} processes`);
   log('try, in another terminal:');

@@ -115,7 +115,7 @@ export class ClusterStack {
     this.bridges[i] = await this.group.start({
       name: `bridge-${i + 1}#${++this.starts}`,
       ...ENTRY.bridge,
-      env: { ...this.env, BRIDGE_HOST: '127.0.0.1', BRIDGE_PORT: String(this.bridgePorts[i]), BRIDGE_RETRY_AFTER_SECONDS: '1' },
+      env: { ...this.env, BRIDGE_HOST: '127.0.0.1', BRIDGE_PORT: String(this.bridgePorts[i]), BRIDGE_ADMIN_PORT: '0', BRIDGE_RETRY_AFTER_SECONDS: '1' },
     });
     return this.bridges[i]!;
   }
