@@ -280,7 +280,7 @@ describe('the delivery workflow', () => {
       const err = (await rejectionOf(handle.result())) as WorkflowFailedError;
       expect(err.cause).toBeInstanceOf(ApplicationFailure);
       expect((err.cause as ApplicationFailure).type).toBe('QuoteRejected');
-      expect(err.cause?.message).toMatch(/1250 EUR was rejected \(too expensive today\); nothing was created/);
+      expect(err.cause?.message).toMatch(/12\.50 EUR was rejected \(too expensive today\); nothing was created/);
       expect(provider.callsTo('createDelivery')).toHaveLength(0);
     });
 
@@ -288,7 +288,7 @@ describe('the delivery workflow', () => {
       const handle = await start({ maxPrice, approvalTimeoutMs: 1_000 });
       const err = (await rejectionOf(handle.result())) as WorkflowFailedError;
       expect((err.cause as ApplicationFailure).type).toBe('QuoteApprovalTimedOut');
-      expect(err.cause?.message).toMatch(/over the maximum of 1000 and was not approved within 1 s/);
+      expect(err.cause?.message).toMatch(/12\.50 EUR is over the maximum of 10\.00 EUR and was not approved within 1 s/);
       expect(provider.callsTo('createDelivery')).toHaveLength(0);
     });
 
