@@ -4,7 +4,8 @@
  * never travels through Temporal.
  */
 import { Client } from '@temporalio/client';
-import { DefaultLogger, NativeConnection, Runtime, type Logger, type LogLevel, type LogMetadata, type NativeConnectionOptions } from '@temporalio/worker';
+import { DefaultLogger, NativeConnection, Runtime, type LogLevel, type NativeConnectionOptions } from '@temporalio/worker';
+import { ExpectedNoticesAtDebug } from './logging';
 import { dataConverterFromEnv } from '../client/payload-codec';
 import { temporalSettingsFromEnv } from '../client/temporal-config';
 import { createProviderActivities } from '../activities/provider-activities';
@@ -42,22 +43,6 @@ function installRuntime(env: z.output<typeof WorkerEnvSchema>): void {
     logger: new ExpectedNoticesAtDebug(json),
     telemetryOptions: env.WORKER_METRICS_ADDRESS ? { metrics: { prometheus: { bindAddress: env.WORKER_METRICS_ADDRESS } } } : undefined,
   });
-}
-
-/**
- * The SDK warns, once per worker, that an activity-only worker polls no workflow tasks. The
- * provider-call workers are activity-only by design, so on a healthy start that notice is debug.
- */
-class ExpectedNoticesAtDebug implements Logger {
-  constructor(private readonly inner: Logger) {}
-  log(level: LogLevel, message: string, meta?: LogMetadata): void {
-    this.inner.log(level === 'WARN' && message.startsWith('No workflows registered') ? 'DEBUG' : level, message, meta);
-  }
-  trace = (message: string, meta?: LogMetadata) => this.log('TRACE', message, meta);
-  debug = (message: string, meta?: LogMetadata) => this.log('DEBUG', message, meta);
-  info = (message: string, meta?: LogMetadata) => this.log('INFO', message, meta);
-  warn = (message: string, meta?: LogMetadata) => this.log('WARN', message, meta);
-  error = (message: string, meta?: LogMetadata) => this.log('ERROR', message, meta);
 }
 
 async function main(): Promise<void> {
