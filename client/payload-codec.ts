@@ -109,7 +109,8 @@ export const LOCAL_STACK_KEYS_FILE = join(__dirname, '..', '.data', 'payload-key
 
 /**
  * Whether the resolved Temporal connection (TEMPORAL_ADDRESS, or TEMPORAL_PROFILE and the config
- * file, through envconfig) is the local stack's: a loopback address without TLS or API key. A
+ * file, through envconfig) is the local stack's: its loopback address and port (TEMPORAL_PORT,
+ * 7233 by default), without TLS or API key. A
  * profile pointing at a remote cluster is not, whatever TEMPORAL_ADDRESS says (it is unset).
  */
 export function talksToLocalStack(env: NodeJS.ProcessEnv = process.env): boolean {
@@ -119,8 +120,10 @@ export function talksToLocalStack(env: NodeJS.ProcessEnv = process.env): boolean
   } catch {
     return false; // a broken configuration is reported where the connection is made
   }
-  const host = settings.address.replace(/:\d+$/, '');
-  return isLoopbackHost(host) && !settings.connectionOptions.tls && !settings.connectionOptions.apiKey;
+  const [, host = settings.address, port = '7233'] = /^(.*):(\d+)$/.exec(settings.address) ?? [];
+  // The stack's own port too: a test's or benchmark's dev server on another loopback port is not it.
+  const stackPort = env.TEMPORAL_PORT ?? '7233';
+  return isLoopbackHost(host) && port === stackPort && !settings.connectionOptions.tls && !settings.connectionOptions.apiKey;
 }
 
 /**

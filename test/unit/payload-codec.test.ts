@@ -66,6 +66,9 @@ describe('which payload keys a process uses', () => {
     // The case: TEMPORAL_ADDRESS unset, a profile pointing at a remote cluster.
     expect(talksToLocalStack({ TEMPORAL_CONFIG_FILE: config, TEMPORAL_PROFILE: 'cloud' })).toBe(false);
     expect(talksToLocalStack({ TEMPORAL_ADDRESS: 'temporal.internal:7233' })).toBe(false);
+    // A test's or benchmark's own dev server on another loopback port is not the local stack.
+    expect(talksToLocalStack({ TEMPORAL_ADDRESS: '127.0.0.1:43781' })).toBe(false);
+    expect(talksToLocalStack({ TEMPORAL_ADDRESS: '127.0.0.1:7300', TEMPORAL_PORT: '7300' })).toBe(true);
     expect(talksToLocalStack({ TEMPORAL_ADDRESS: '127.0.0.1:7233', TEMPORAL_API_KEY: 'k' })).toBe(false);
   });
 
