@@ -4,8 +4,7 @@
  * gate's answers go out in one batch.
  */
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
-import type { PacingSettings } from '../worker/pacing-config';
-import { gateAnswerSignal, gateConfigureSignal, gateRequestSignal, gateWorkflowId, gateWithdrawSignal, type GateConfig, type GateRequest } from '../workflows/gate-messages';
+import { gateAnswerSignal, gateConfigureSignal, gateRequestSignal, gateWorkflowId, gateWithdrawSignal, type GateConfig, type GateRequest, type PacingSettings } from '../workflows/gate-messages';
 import type { Addressed } from '../workflows/gate-state';
 import { gateTaskQueue } from '../workflows/task-queues';
 

@@ -13,15 +13,9 @@
 import { z } from 'zod';
 import { PROVIDER_RATE_LIMITS, type CallFamily, type RateLimit } from '../provider/limits';
 import { parseEnv } from '../provider/validation';
+import type { PacingSettings } from '../workflows/gate-messages';
 
-export interface PacingSettings {
-  pacing: 'gate' | 'task-queue';
-  limits: Record<CallFamily, RateLimit>;
-  marginMs: number;
-  callTimeoutMs: number;
-  quoteMinRemainingMs: number;
-  leadMs: number;
-}
+export type { PacingSettings };
 
 export const DEFAULT_PACING: PacingSettings = { pacing: 'gate', limits: { ...PROVIDER_RATE_LIMITS }, marginMs: 250, callTimeoutMs: 30_000, quoteMinRemainingMs: 60_000, leadMs: 1_000 };
 

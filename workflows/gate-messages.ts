@@ -1,6 +1,6 @@
 /** Messages between delivery workflows and the pacing gate (workflows/gate.ts). Signals only, sent by activities. */
 import { defineQuery, defineSignal } from '@temporalio/workflow';
-import type { RateLimit } from '../provider/limits';
+import type { CallFamily, RateLimit } from '../provider/limits';
 import type { CreateDeliveryRequest, DeliveryRecord, Quote } from '../provider/schemas';
 import type { GateState } from './gate-state';
 
@@ -15,6 +15,16 @@ export interface GateConfig {
   callTimeoutMs: number;
   leadMs: number;
   quoteMinRemainingMs: number;
+}
+
+/** The worker's pacing settings (read from the environment by worker/pacing-config.ts), recorded in each delivery's history. */
+export interface PacingSettings {
+  pacing: 'gate' | 'task-queue';
+  limits: Record<CallFamily, RateLimit>;
+  marginMs: number;
+  callTimeoutMs: number;
+  quoteMinRemainingMs: number;
+  leadMs: number;
 }
 
 /**
