@@ -18,12 +18,16 @@ const LOCK_STALE_MS = 30 * 60_000;
 
 type Log = (line: string) => void;
 
-export function temporalCliCacheDir(env: NodeJS.ProcessEnv = process.env): string {
-  const base = env.TEMPORAL_CLI_CACHE_DIR || join(env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'delivery-orchestrator');
-  return join(base, `temporal-cli-${TEMPORAL_CLI_VERSION}`);
+/** Where the project's Go-built tools are cached (the CLI here, the server tools in scripts/cluster/tools.ts). */
+export function toolCacheBase(env: NodeJS.ProcessEnv = process.env): string {
+  return env.TEMPORAL_CLI_CACHE_DIR || join(env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'delivery-orchestrator');
 }
 
-function isExecutable(path: string): boolean {
+export function temporalCliCacheDir(env: NodeJS.ProcessEnv = process.env): string {
+  return join(toolCacheBase(env), `temporal-cli-${TEMPORAL_CLI_VERSION}`);
+}
+
+export function isExecutable(path: string): boolean {
   try {
     accessSync(path, constants.X_OK);
     return statSync(path).isFile();
@@ -32,7 +36,7 @@ function isExecutable(path: string): boolean {
   }
 }
 
-function onPath(name: string, env: NodeJS.ProcessEnv): string | undefined {
+export function onPath(name: string, env: NodeJS.ProcessEnv): string | undefined {
   for (const dir of (env.PATH ?? '').split(delimiter)) {
     if (dir && isExecutable(join(dir, name))) return join(dir, name);
   }
@@ -92,7 +96,8 @@ export async function ensureTemporalCli(log: Log = (l) => console.error(l), env:
   }
 }
 
-function tryLock(lock: string): boolean {
+/** Takes a build lock file; a lock older than LOCK_STALE_MS is a dead builder's and is removed. */
+export function tryLock(lock: string): boolean {
   try {
     closeSync(openSync(lock, 'wx'));
     return true;

@@ -9,15 +9,15 @@
  * TEMPORAL_SERVER_TOOLS_DIR names a directory that already holds all of them (e.g. from an image).
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { accessSync, closeSync, constants, cpSync, existsSync, mkdirSync, openSync, renameSync, rmSync, statSync, unlinkSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, renameSync, rmSync, unlinkSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { delimiter, join } from 'node:path';
+import { join } from 'node:path';
+import { isExecutable, onPath, toolCacheBase, tryLock } from '../temporal-cli';
 
 export const TEMPORAL_SERVER_VERSION = 'v1.29.1';
 export const TEMPORAL_UI_SERVER_VERSION = 'v2.42.1';
 const SERVER_MODULE = 'go.temporal.io/server';
 const UI_MODULE = 'github.com/temporalio/ui-server/v2';
-const LOCK_STALE_MS = 30 * 60_000;
 
 type Log = (line: string) => void;
 
@@ -29,29 +29,15 @@ export interface ServerTools {
   postgresSchemaDir: string;
 }
 
-function cacheBase(env: NodeJS.ProcessEnv): string {
-  return env.TEMPORAL_CLI_CACHE_DIR || join(env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'delivery-orchestrator');
-}
-
 export function serverToolsDirs(env: NodeJS.ProcessEnv = process.env): { server: string; ui: string } {
   if (env.TEMPORAL_SERVER_TOOLS_DIR) return { server: env.TEMPORAL_SERVER_TOOLS_DIR, ui: env.TEMPORAL_SERVER_TOOLS_DIR };
-  const base = cacheBase(env);
+  const base = toolCacheBase(env);
   return { server: join(base, `temporal-server-${TEMPORAL_SERVER_VERSION}`), ui: join(base, `temporal-ui-server-${TEMPORAL_UI_SERVER_VERSION}`) };
 }
 
-function isExecutable(path: string): boolean {
-  try {
-    accessSync(path, constants.X_OK);
-    return statSync(path).isFile();
-  } catch {
-    return false;
-  }
-}
-
-function onPath(name: string, env: NodeJS.ProcessEnv): string | undefined {
-  for (const dir of (env.PATH ?? '').split(delimiter)) if (dir && isExecutable(join(dir, name))) return join(dir, name);
-  if (name === 'go' && isExecutable('/usr/local/go/bin/go')) return '/usr/local/go/bin/go';
-  return undefined;
+/** Go on PATH, or where these machines install it (a non-login shell may not have it on PATH). */
+function findGo(env: NodeJS.ProcessEnv): string | undefined {
+  return onPath('go', env) ?? (isExecutable('/usr/local/go/bin/go') ? '/usr/local/go/bin/go' : undefined);
 }
 
 function toolsIn(dirs: { server: string; ui: string }): ServerTools {
@@ -81,7 +67,7 @@ export async function ensureServerTools(log: Log = (l) => console.error(l), env:
   if (env.TEMPORAL_SERVER_TOOLS_DIR) {
     throw new Error(`TEMPORAL_SERVER_TOOLS_DIR=${env.TEMPORAL_SERVER_TOOLS_DIR} must hold temporal-server, temporal-sql-tool, temporal-ui-server and schema/postgresql/v12`);
   }
-  const go = onPath('go', env);
+  const go = findGo(env);
   if (!go) {
     throw new Error(
       'The Temporal server tools are not built yet and Go is not installed to build them.\n' +
@@ -120,20 +106,6 @@ async function withLock(dir: string, log: Log, fn: () => Promise<void>): Promise
     await fn();
   } finally {
     unlinkSync(lock);
-  }
-}
-
-function tryLock(lock: string): boolean {
-  try {
-    closeSync(openSync(lock, 'wx'));
-    return true;
-  } catch {
-    try {
-      if (Date.now() - statSync(lock).mtimeMs > LOCK_STALE_MS) unlinkSync(lock); // a dead builder's lock
-    } catch {
-      /* raced with its owner removing it */
-    }
-    return false;
   }
 }
 
