@@ -12,7 +12,6 @@
  * The server tools are built with Go once and cached (scripts/cluster/tools.ts). Ctrl-C stops
  * everything; the next run finds the same workflows, deliveries and keys.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { generatePayloadKey, LOCAL_STACK_KEYS_FILE } from '../client/payload-codec';
@@ -21,7 +20,7 @@ import { LoadBalancer, findNginx } from './cluster/load-balancer';
 import { TemporalCluster, assertPortsFree, clusterPortList, defaultClusterPorts } from './cluster/temporal-cluster';
 import { ensureServerTools } from './cluster/tools';
 import { ensureTemporalCli } from './temporal-cli';
-import { stopProcess } from './temporal-dev-server';
+import { StackServices } from './services';
 
 const root = join(__dirname, '..');
 const dataDir = join(root, '.data');
@@ -36,7 +35,6 @@ const SIMULATOR_URL = `http://127.0.0.1:${SIMULATOR_PORT}`;
 const LB_URL = `http://127.0.0.1:${LB_PORT}`;
 const CODEC_URL = `http://127.0.0.1:${CODEC_PORT}`;
 
-const children: { name: string; process: ChildProcess }[] = [];
 let cluster: TemporalCluster | undefined;
 let lb: LoadBalancer | undefined;
 let stopping = false;
@@ -45,36 +43,16 @@ function log(line: string): void {
   process.stdout.write(line.startsWith('[') ? `${line}\n` : `[cluster] ${line}\n`);
 }
 
-function runService(name: string, entry: string, env: NodeJS.ProcessEnv, ready: RegExp): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(root, entry)], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let markReady: () => void = () => undefined;
-  const isReady = new Promise<void>((r) => (markReady = r));
-  const prefix = (chunk: Buffer) =>
-    chunk
-      .toString()
-      .split('\n')
-      .filter(Boolean)
-      .forEach((l) => {
-        process.stdout.write(`[${name}] ${l}\n`);
-        if (ready.test(l)) markReady();
-      });
-  child.stdout?.on('data', prefix);
-  child.stderr?.on('data', prefix);
-  child.on('exit', (code, signal) => {
-    if (!stopping) {
-      log(`${name} exited (${signal ?? code}); stopping the stack`);
-      void shutdown(1);
-    }
-  });
-  children.push({ name, process: child });
-  return isReady.then(() => child);
-}
+const services = new StackServices((name, how) => {
+  log(`${name} exited (${how}); stopping the stack`);
+  void shutdown(1);
+});
 
 async function shutdown(code: number): Promise<void> {
   if (stopping) return;
   stopping = true;
   log('stopping...');
-  await Promise.all(children.map((c) => stopProcess(c.process)));
+  await services.stop();
   await lb?.stop();
   await cluster?.stop();
   log('stopped');
@@ -128,7 +106,7 @@ async function main(): Promise<void> {
   await cluster.start();
 
   const temporalEnv = { TEMPORAL_ADDRESS: cluster.address, TEMPORAL_NAMESPACE: cluster.namespace, DELIVERY_PAYLOAD_KEYS: payloadKeys };
-  await runService(
+  await services.run(
     'simulator',
     'simulator/main.ts',
     {
@@ -141,11 +119,11 @@ async function main(): Promise<void> {
     /listening on/,
   );
   await Promise.all([
-    ...Array.from({ length: WORKERS }, (_, i) => runService(`worker-${i + 1}`, 'worker/main.ts', { ...temporalEnv, DELIVERY_API_URL: SIMULATOR_URL }, /^worker: task queue/)),
+    ...Array.from({ length: WORKERS }, (_, i) => services.run(`worker-${i + 1}`, 'worker/main.ts', { ...temporalEnv, DELIVERY_API_URL: SIMULATOR_URL }, /^worker: task queue/)),
     ...BRIDGE_PORTS.map((port, i) =>
-      runService(`bridge-${i + 1}`, 'bridge/main.ts', { ...temporalEnv, DELIVERY_API_URL: SIMULATOR_URL, DELIVERY_WEBHOOK_SECRETS: webhookSecret, BRIDGE_PORT: String(port), BRIDGE_ADMIN_PORT: String(BRIDGE_ADMIN_PORTS[i]) }, /^bridge: listening/),
+      services.run(`bridge-${i + 1}`, 'bridge/main.ts', { ...temporalEnv, DELIVERY_API_URL: SIMULATOR_URL, DELIVERY_WEBHOOK_SECRETS: webhookSecret, BRIDGE_PORT: String(port), BRIDGE_ADMIN_PORT: String(BRIDGE_ADMIN_PORTS[i]) }, /^bridge: listening/),
     ),
-    runService('codec', 'client/codec-server.ts', { DELIVERY_PAYLOAD_KEYS: payloadKeys, CODEC_ALLOWED_ORIGIN: cluster.uiUrl }, /^codec: listening/),
+    services.run('codec', 'client/codec-server.ts', { DELIVERY_PAYLOAD_KEYS: payloadKeys, CODEC_ALLOWED_ORIGIN: cluster.uiUrl }, /^codec: listening/),
   ]);
   lb = new LoadBalancer({ nginx, dir: join(dataDir, 'cluster', 'nginx'), listenPort: LB_PORT, bridgePorts: BRIDGE_PORTS, output: (l) => process.stdout.write(`[nginx] ${l}\n`) });
   await lb.start();

@@ -9,7 +9,6 @@
  * Ctrl-C stops everything; started again, the dev server finds its workflows where it left them
  * and the simulator their deliveries (which go on advancing, their pending webhooks resent).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { generatePayloadKey, LOCAL_STACK_KEYS_FILE } from '../client/payload-codec';
@@ -17,7 +16,8 @@ import { parseEnv } from '../provider/validation';
 import { generateWebhookSecret, secretFingerprint, WebhookSecretSchema } from '../provider/webhook-signature';
 import { z } from 'zod';
 import { ensureTemporalCli } from './temporal-cli';
-import { startDevServer, stopProcess, type DevServer } from './temporal-dev-server';
+import { StackServices } from './services';
+import { startDevServer, type DevServer } from './temporal-dev-server';
 
 const root = join(__dirname, '..');
 const dataDir = join(root, '.data');
@@ -28,7 +28,6 @@ const BRIDGE_URL = 'http://127.0.0.1:8080';
 const BRIDGE_ADMIN_URL = 'http://127.0.0.1:8081';
 const CODEC_URL = 'http://127.0.0.1:8234';
 
-const children: { name: string; process: ChildProcess }[] = [];
 let devServer: DevServer | undefined;
 let stopping = false;
 
@@ -36,40 +35,16 @@ function log(line: string): void {
   process.stdout.write(`[start] ${line}\n`);
 }
 
-/**
- * Runs a TypeScript entry point of this project as a child, its output prefixed by its name.
- * Resolves once the child prints a line matching `ready`.
- */
-function runService(name: string, entry: string, env: NodeJS.ProcessEnv, ready: RegExp): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(root, entry)], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let markReady: () => void = () => undefined;
-  const isReady = new Promise<void>((r) => (markReady = r));
-  const prefix = (chunk: Buffer) =>
-    chunk
-      .toString()
-      .split('\n')
-      .filter(Boolean)
-      .forEach((l) => {
-        process.stdout.write(`[${name}] ${l}\n`);
-        if (ready.test(l)) markReady();
-      });
-  child.stdout?.on('data', prefix);
-  child.stderr?.on('data', prefix);
-  child.on('exit', (code, signal) => {
-    if (!stopping) {
-      log(`${name} exited (${signal ?? code}); stopping the stack`);
-      void shutdown(1);
-    }
-  });
-  children.push({ name, process: child });
-  return isReady.then(() => child);
-}
+const services = new StackServices((name, how) => {
+  log(`${name} exited (${how}); stopping the stack`);
+  void shutdown(1);
+});
 
 async function shutdown(code: number): Promise<void> {
   if (stopping) return;
   stopping = true;
   log('stopping...');
-  await Promise.all(children.map((c) => stopProcess(c.process)));
+  await services.stop();
   await devServer?.stop();
   log('stopped');
   process.exit(code);
@@ -117,7 +92,7 @@ async function main(): Promise<void> {
   const webhookSecret = webhook.secrets[0]!;
   const temporalEnv = { TEMPORAL_ADDRESS: devServer.address, TEMPORAL_NAMESPACE: devServer.namespace, DELIVERY_PAYLOAD_KEYS: payloadKeys };
 
-  await runService(
+  await services.run(
     'simulator',
     'simulator/main.ts',
     {
@@ -130,9 +105,9 @@ async function main(): Promise<void> {
     /listening on/,
   );
   await Promise.all([
-    runService('worker', 'worker/main.ts', { ...temporalEnv, DELIVERY_API_URL: SIMULATOR_URL }, /^worker: task queue/),
-    runService('bridge', 'bridge/main.ts', { ...temporalEnv, DELIVERY_API_URL: SIMULATOR_URL, DELIVERY_WEBHOOK_SECRETS: webhook.secrets.join(',') }, /^bridge: listening/),
-    runService('codec', 'client/codec-server.ts', { DELIVERY_PAYLOAD_KEYS: payloadKeys, CODEC_ALLOWED_ORIGIN: devServer.uiUrl }, /^codec: listening/),
+    services.run('worker', 'worker/main.ts', { ...temporalEnv, DELIVERY_API_URL: SIMULATOR_URL }, /^worker: task queue/),
+    services.run('bridge', 'bridge/main.ts', { ...temporalEnv, DELIVERY_API_URL: SIMULATOR_URL, DELIVERY_WEBHOOK_SECRETS: webhook.secrets.join(',') }, /^bridge: listening/),
+    services.run('codec', 'client/codec-server.ts', { DELIVERY_PAYLOAD_KEYS: payloadKeys, CODEC_ALLOWED_ORIGIN: devServer.uiUrl }, /^codec: listening/),
   ]);
 
   log('');
