@@ -4,7 +4,7 @@
  * place instead of being split across partitions. Used by `npm start` and by the test suite.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
+import { connect, createServer } from 'node:net';
 import { Connection } from '@temporalio/client';
 import { DELIVERY_SEARCH_ATTRIBUTES } from '../workflows/search-attributes';
 
@@ -56,6 +56,18 @@ function searchAttributeFlagType(type: string): string {
   const name = names[type];
   if (!name) throw new Error(`no dev-server flag type for search attribute type ${type}`);
   return name;
+}
+
+/** Whether something accepts connections on 127.0.0.1:port. */
+export function accepts(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = connect(port, '127.0.0.1');
+    s.once('connect', () => {
+      s.destroy();
+      resolve(true);
+    });
+    s.once('error', () => resolve(false));
+  });
 }
 
 export async function freePort(): Promise<number> {

@@ -8,8 +8,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { stopProcess } from '../temporal-dev-server';
-import { accepts } from './temporal-cluster';
+import { accepts, stopProcess } from '../temporal-dev-server';
 
 export const NGINX_TEMPLATE = join(__dirname, '../../deploy/nginx-bridges.conf');
 

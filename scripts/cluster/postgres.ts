@@ -10,8 +10,8 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { chownSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { connect } from 'node:net';
 import { join } from 'node:path';
+import { accepts } from '../temporal-dev-server';
 
 type Log = (line: string) => void;
 
@@ -167,17 +167,6 @@ export class Postgres {
     });
     return { ok: r.status === 0, out: (r.status === 0 ? r.stdout : r.stderr || r.stdout).trim() };
   }
-}
-
-function accepts(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = connect(port, '127.0.0.1');
-    s.once('connect', () => {
-      s.destroy();
-      resolve(true);
-    });
-    s.once('error', () => resolve(false));
-  });
 }
 
 /** A password kept beside the data, made once (the database keeps its hash). */

@@ -12,12 +12,12 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { connect, createServer } from 'node:net';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Connection } from '@temporalio/client';
 import { DELIVERY_SEARCH_ATTRIBUTES } from '../../workflows/search-attributes';
-import { freePort, stopProcess } from '../temporal-dev-server';
+import { accepts, freePort, stopProcess } from '../temporal-dev-server';
 import { Postgres, storedPassword } from './postgres';
 import { ensureSchema } from './schema';
 import { TEMPORAL_SERVER_VERSION, type ServerTools } from './tools';
@@ -394,17 +394,6 @@ async function eventually<T>(fn: () => Promise<T>, timeoutMs: number, what: stri
 
 function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
-}
-
-export function accepts(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = connect(port, '127.0.0.1');
-    s.once('connect', () => {
-      s.destroy();
-      resolve(true);
-    });
-    s.once('error', () => resolve(false));
-  });
 }
 
 /** Refuses to start, naming the port and what it is for, when something already listens there. */
