@@ -50,6 +50,7 @@ import { startChecks } from './start-checks';
 import { DeliveryTracker } from './state';
 import { deliveryPriority, providerTaskQueues } from './task-queues';
 import { GateCalls } from './gate';
+import type { PacingSettings } from './gate-messages';
 import { quoteFingerprint } from './quote-fingerprint';
 import type { GateActivities } from '../activities/gate-activities';
 
@@ -103,6 +104,9 @@ export async function quoteOnly(order: CreateDeliveryRequest): Promise<Quote | C
 }
 
 export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryResult> {
+  // Read before the first local activity: on replay, code after one may run a workflow task
+  // earlier than it first did, and so see an earlier Date.now().
+  const startedAt = Date.now();
   // Input, workflow ID and search attributes, whoever started it (workflows/start-checks.ts).
   const checked = startChecks(input);
   if (!checked.readable) await checked.passed;
@@ -191,12 +195,14 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
 
   if (input.resume) return await follow();
 
-  await checked.passed; // before any provider call or pacing request
-  const pacing = await pacingSettings();
-  const gate = pacing.pacing === 'gate' ? new GateCalls(pacing) : undefined;
-
-  // 1. Quote, 2. price guard. A cancellation here ends the workflow with nothing created.
+  // 1. Quote, 2. price guard. A cancellation here, from the first workflow task on, ends the
+  // workflow with nothing created, and its state says so.
+  let pacing: PacingSettings;
+  let gate: GateCalls | undefined;
   try {
+    await checked.passed; // before any provider call or pacing request
+    pacing = await pacingSettings();
+    gate = pacing.pacing === 'gate' ? new GateCalls(pacing) : undefined;
     refreshDetails();
     const quote = await obtainQuote();
     state.quote = quote;
@@ -228,7 +234,7 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
     if (!gate) return act.quotes.quoteDelivery.executeWithOptions(act.labelled('quotes', summary), [request]);
     const fingerprint = quoteFingerprint(request);
     if (input.quote) {
-      const left = Date.parse(input.quote.expires_at) - Date.now();
+      const left = Date.parse(input.quote.expires_at) - startedAt;
       if (input.quote.fingerprint === fingerprint && left >= pacing.quoteMinRemainingMs) {
         tracker.note(now(), 'using the quote the order carries: no quote asked for');
         return { price: input.quote.price, expires_at: input.quote.expires_at };

@@ -156,8 +156,12 @@ export class GateCalls {
         if (!isCancellation(err)) throw err;
         // A creation already on its way may create the delivery: wait for its end (bounded), so it can be cancelled.
         answer = await CancellationScope.nonCancellable(async () => {
+          // The wait (and its timer) starts before the withdraw's local activity: on replay, a local
+          // activity's result can come in one activation with a signal that arrived after it, so
+          // no command may depend on which of the two came first.
+          const callEnded = family === 'creations' ? condition(() => this.answers.has(n), 2 * this.config.leadMs + START_SLACK_MS + this.config.callTimeoutMs + 60_000) : undefined;
           await local.withdrawFromGate({ taskQueue, from, n });
-          if (family === 'creations') await condition(() => this.answers.has(n), 2 * this.config.leadMs + START_SLACK_MS + this.config.callTimeoutMs + 60_000);
+          await callEnded;
           return this.answers.get(n);
         });
         if (!answer || !('delivery' in answer)) throw err;

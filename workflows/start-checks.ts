@@ -11,7 +11,7 @@
  * the first provider call or pacing request.
  */
 import type { SearchAttributeUpdatePair } from '@temporalio/common';
-import { ApplicationFailure, proxyLocalActivities, setHandler, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { ApplicationFailure, CancellationScope, proxyLocalActivities, setHandler, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { StartCheckActivities } from '../activities/start-checks';
 import type { FieldIssue } from '../provider/schemas';
 import { describeIssues } from '../provider/validation';
@@ -35,7 +35,8 @@ export interface StartChecks {
 export function startChecks(input: DeliveryWorkflowInput): StartChecks {
   // A run continued as new carries the state its previous run checked and built.
   if (workflowInfo().continuedFromExecutionRunId !== undefined) return { readable: true, passed: Promise.resolve() };
-  const passed = check(input);
+  // Checked and made findable even when cancelled before its first task (a local activity: cheap).
+  const passed = CancellationScope.nonCancellable(() => check(input));
   passed.catch(() => undefined); // awaited later in this task: not an unhandled rejection meanwhile
   const given = input as unknown as Record<string, unknown> | null;
   return { readable: isObject(given) && isObject(given.order) && given.resume === undefined, passed };

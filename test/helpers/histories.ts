@@ -8,9 +8,12 @@ import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { execFileSync } from 'node:child_process';
 import type { WorkflowHandle } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
+import { Worker } from '@temporalio/worker';
 import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
 import type { History } from '@temporalio/common/lib/proto-utils';
 import { testServerAddress } from './temporal';
+import { workflowBundle } from './workers';
 
 export const HISTORIES_DIR = join(__dirname, '..', 'histories');
 
@@ -48,4 +51,22 @@ export function recordedHistories(): { generation: string; file: string; workflo
           return { generation, file: f, workflowId, history };
         }),
     );
+}
+
+/** The workflows whose histories do not replay with today's workflow code, each with the replayer's reason. */
+export async function unreplayable(handles: WorkflowHandle[]): Promise<string[]> {
+  const histories = await Promise.all(handles.map(async (h) => ({ workflowId: h.workflowId, history: await h.fetchHistory() })));
+  const failures: string[] = [];
+  for await (const r of Worker.runReplayHistories({ workflowBundle: await workflowBundle() }, histories)) if (r.error) failures.push(`${r.workflowId}: ${r.error.message}`);
+  return failures;
+}
+
+/**
+ * A workflow task whose only command is a local activity's marker: the code after it ran in the
+ * next task. On replay, that result can come in one activation with the next task's signals.
+ */
+export function hasLoneMarkerTask(history: History): boolean {
+  const { EVENT_TYPE_WORKFLOW_TASK_COMPLETED: completed, EVENT_TYPE_MARKER_RECORDED: marker, EVENT_TYPE_WORKFLOW_TASK_SCHEDULED: scheduled } = temporal.api.enums.v1.EventType;
+  const types = (history.events ?? []).map((e) => e.eventType);
+  return types.some((t, i) => t === completed && types[i + 1] === marker && types[i + 2] === scheduled);
 }

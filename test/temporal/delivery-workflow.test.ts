@@ -20,9 +20,10 @@ import { gateWorkflowId } from '../../workflows/gate-messages';
 import { deliveryRequest } from '../fixtures/orders';
 import { FakeProvider, Gate } from '../fixtures/fake-provider-activities';
 import { recordHistories } from '../helpers/histories';
-import { testClient } from '../helpers/temporal';
+import { testClient, uniqueTaskQueue } from '../helpers/temporal';
 import { startWorkers, type RunningWorkers } from '../helpers/workers';
 import { rejectionOf } from '../helpers/rejection';
+import { eventually } from '../helpers/stack';
 
 let provider: FakeProvider;
 const forwarding = Object.fromEntries(
@@ -166,6 +167,26 @@ describe('the delivery workflow', () => {
       const s = await handle.query(statusQuery);
       expect(s.cancellation?.outcome).toBe('before_creation');
       expect(provider.callsTo('createDelivery')).toHaveLength(0);
+    });
+
+    it('before its first workflow task: the state says so and the delivery can still be found by its reference', async () => {
+      // No worker polls this queue until the cancellation is in the history.
+      const reference = `T-${Date.now()}-${++seq}`;
+      const taskQueue = uniqueTaskQueue('wf-late');
+      const { reference_number: _r, ...order } = deliveryRequest({}, 1);
+      const handle = await client.workflow.start('delivery', { taskQueue, workflowId: deliveryWorkflowId(reference), args: [{ reference, order } satisfies DeliveryWorkflowInput] });
+      started.push(handle);
+      await handle.cancel();
+      const late = await startWorkers(forwarding, { taskQueue });
+      try {
+        expect((await rejectionOf(handle.result())) as WorkflowFailedError).toMatchObject({ cause: expect.any(CancelledFailure) });
+        expect((await handle.query(statusQuery)).cancellation?.outcome).toBe('before_creation');
+        // Visibility lags the history a little.
+        await eventually('the delivery by OrderReference', async () => ((await client.workflow.count(`OrderReference = '${reference}'`)).count === 1 ? true : undefined), 10_000);
+        expect(provider.callsTo('quoteInGate')).toHaveLength(0);
+      } finally {
+        await late.stop();
+      }
     });
 
     it('while creation is in flight: the creation finishes, then the delivery is cancelled at the provider', async () => {

@@ -16,7 +16,7 @@ import { gateStatusQuery, gateWorkflowId } from '../../workflows/gate-messages';
 import type { DeliveryOrder, DeliveryState } from '../../workflows/messages';
 import { deliveryWorkflowId } from '../../workflows/task-queues';
 import { deliveryRequest, destination } from '../fixtures/orders';
-import { recordHistories } from '../helpers/histories';
+import { hasLoneMarkerTask, recordHistories, unreplayable } from '../helpers/histories';
 import { ENTRY, ProcessGroup, type RunningProcess } from '../helpers/processes';
 import { eventually } from '../helpers/stack';
 import { testServerAddress, uniqueTaskQueue } from '../helpers/temporal';
@@ -230,6 +230,37 @@ it('creates the rest of a backlog at the usual pace while one order always gets 
     await sim.close();
   }
 }, 180_000);
+
+it('cancels orders while their creation is asked of the gate, creates none of them, and leaves histories that replay', async () => {
+  // A cancellation there withdraws by local activity, then waits for the gate's answer (a signal).
+  // On replay, that activity's result can come in one activation with the answer: a history that
+  // only replays one way fails the status query of the cancelled delivery. Before the fix, 8 of 30.
+  const sim = createSimulator({ apiKeys: [KEY], timeScale: SCALE });
+  const { client } = await setUp(sim, 5_000);
+  const references = Array.from({ length: 16 }, (_, i) => `WAIT-${Date.now().toString(36)}-${i}`);
+  sim.setFaults({ reference_faults: Object.fromEntries(references.map((r) => [r, 500])) });
+  try {
+    const outcomes = await Promise.all(
+      references.map(async (reference, i) => {
+        await client.startDelivery(order(800 + i), { reference });
+        await new Promise((r) => setTimeout(r, 200 + ((i * 397) % 3_000))); // before its first task, while waiting, while the call is out
+        return (await client.cancelDelivery(reference)).cancellation?.outcome;
+      }),
+    );
+    expect(outcomes).toEqual(references.map(() => 'before_creation'));
+    expect(oneDeliveryPerReference(sim, references).missing).toEqual(references);
+    const handles = references.map((r) => temporal.workflow.getHandle(deliveryWorkflowId(r)));
+    expect(await unreplayable(handles)).toEqual([]);
+    if (process.env.RECORD_HISTORIES) {
+      const lone = [];
+      for (const h of handles) if (lone.length < 2 && hasLoneMarkerTask(await h.fetchHistory())) lone.push(h);
+      await recordHistories(process.env.RECORD_HISTORIES, 'cancelled while its creation is asked of the gate', lone.length ? lone : handles.slice(0, 1));
+    }
+  } finally {
+    await group.stopAll();
+    await sim.close();
+  }
+}, 240_000);
 
 it.each([
   ['are all stopped for longer than a slot while calls are scheduled, then restarted', [0, 0]],

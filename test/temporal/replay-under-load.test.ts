@@ -11,18 +11,16 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Client, Connection, WorkflowHandle } from '@temporalio/client';
-import { historyToJSON, type History } from '@temporalio/common/lib/proto-utils';
-import { temporal } from '@temporalio/proto';
-import { Worker } from '@temporalio/worker';
+import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { gateWorkflowId } from '../../workflows/gate-messages';
 import { statusQuery, type DeliveryWorkflowInput } from '../../workflows/messages';
 import { deliveryWorkflowId } from '../../workflows/task-queues';
 import { FakeProvider } from '../fixtures/fake-provider-activities';
 import { deliveryRequest } from '../fixtures/orders';
-import { HISTORIES_DIR } from '../helpers/histories';
+import { HISTORIES_DIR, hasLoneMarkerTask, unreplayable } from '../helpers/histories';
 import { eventually } from '../helpers/stack';
 import { testClient } from '../helpers/temporal';
-import { startWorkers, workflowBundle, type RunningWorkers } from '../helpers/workers';
+import { startWorkers, type RunningWorkers } from '../helpers/workers';
 
 const AT_ONCE = 40;
 const ROUNDS = 3;
@@ -63,13 +61,6 @@ async function cancelledRightAfterCreation(): Promise<{ handle: WorkflowHandle; 
   return { handle, finalStatus };
 }
 
-/** A workflow task whose only command is a marker: the code after it ran in the next task. */
-function hasLoneMarkerTask(history: History): boolean {
-  const { EVENT_TYPE_WORKFLOW_TASK_COMPLETED: completed, EVENT_TYPE_MARKER_RECORDED: marker, EVENT_TYPE_WORKFLOW_TASK_SCHEDULED: scheduled } = temporal.api.enums.v1.EventType;
-  const types = (history.events ?? []).map((e) => e.eventType);
-  return types.some((t, i) => t === completed && types[i + 1] === marker && types[i + 2] === scheduled);
-}
-
 describe('deliveries run many at once', () => {
   it('can all be read once ended, and every history they and the pacing gate wrote replays', async () => {
     const handles: WorkflowHandle[] = [];
@@ -85,16 +76,12 @@ describe('deliveries run many at once', () => {
     expect([...provider.deliveries.values()].filter((d) => d.status !== 'CANCELED')).toEqual([]);
 
     const gate = client.workflow.getHandle(gateWorkflowId(workers.taskQueue));
-    const histories = await Promise.all([...handles, gate].map(async (h) => ({ workflowId: h.workflowId, history: await h.fetchHistory() })));
-    const failures: string[] = [];
-    for await (const result of Worker.runReplayHistories({ workflowBundle: await workflowBundle() }, histories)) {
-      if (result.error) failures.push(`${result.workflowId}: ${result.error.message}`);
-    }
-    expect(failures).toEqual([]);
+    expect(await unreplayable([...handles, gate])).toEqual([]);
 
     if (process.env.RECORD_HISTORIES) {
       const dir = join(HISTORIES_DIR, process.env.RECORD_HISTORIES);
       mkdirSync(dir, { recursive: true });
+      const histories = await Promise.all(handles.map(async (h) => ({ workflowId: h.workflowId, history: await h.fetchHistory() })));
       const lone = histories.filter((h) => h.workflowId.startsWith('delivery') && hasLoneMarkerTask(h.history)).slice(0, 3);
       lone.forEach((h, i) => writeFileSync(join(dir, `under-load-marker-alone-in-its-task-${i + 1}.json`), historyToJSON(h.history)));
       console.log(`recorded ${lone.length} histories with a marker alone in its workflow task`);
