@@ -64,7 +64,7 @@ export function lineChart(spec: ChartSpec): string {
   const ys = [...spec.series.flatMap((s) => s.points.map((p) => p[1])), ...(spec.references ?? []).map((r) => r.y)];
   const xTicks = niceTicks(Math.min(0, ...xs), Math.max(1, ...xs));
   const [x0, x1] = [xTicks[0]!, xTicks[xTicks.length - 1]!];
-  const f = frame(spec, ys);
+  const f = frame(spec, ys, spec.series.map((s) => s.name));
   const sx = (x: number) => round(MARGIN.left + ((x - x0) / (x1 - x0 || 1)) * f.plotW);
   const { out, sy } = f;
   for (const t of xTicks) out.push(`<text x="${sx(t)}" y="${MARGIN.top + f.plotH + 16}" text-anchor="middle">${fmt(t)}</text>`);
@@ -98,7 +98,7 @@ export interface BarChartSpec {
 
 /** Grouped bars, each with its value written above it. */
 export function barChart(spec: BarChartSpec): string {
-  const f = frame(spec, spec.groups.flatMap((g) => g.values));
+  const f = frame(spec, spec.groups.flatMap((g) => g.values), spec.series);
   const { out, sy } = f;
   const groupW = f.plotW / Math.max(1, spec.groups.length);
   const barW = (groupW * 0.8) / Math.max(1, spec.series.length);
@@ -120,14 +120,21 @@ interface Frame {
   plotW: number;
   plotH: number;
   sy: (y: number) => number;
+  /** Legend entries per row: three, fewer when the names are long. */
+  columns: number;
 }
 
-/** The parts every chart has: background, title, the y axis with its grid, both axes and their labels. */
-function frame(spec: { title: string; xLabel: string; yLabel: string; width?: number; height?: number }, ys: readonly number[]): Frame {
+/**
+ * The parts every chart has: background, title, the y axis with its grid, both axes and their
+ * labels. The image grows below the plot when the legend needs more than two rows.
+ */
+function frame(spec: { title: string; xLabel: string; yLabel: string; width?: number; height?: number }, ys: readonly number[], names: readonly string[]): Frame {
   const width = spec.width ?? 720;
-  const height = spec.height ?? 360;
   const plotW = width - MARGIN.left - MARGIN.right;
-  const plotH = height - MARGIN.top - MARGIN.bottom;
+  const plotH = (spec.height ?? 360) - MARGIN.top - MARGIN.bottom;
+  // About 7 px per character at 12 px, plus the colour sample.
+  const columns = Math.max(1, Math.min(3, Math.floor(plotW / (32 + 7 * Math.max(0, ...names.map((n) => n.length))))));
+  const height = (spec.height ?? 360) + Math.max(0, Math.ceil(names.length / columns) - 2) * 16;
   const yTicks = niceTicks(Math.min(0, ...ys), Math.max(1, ...ys) * 1.05);
   const [y0, y1] = [yTicks[0]!, yTicks[yTicks.length - 1]!];
   const sy = (y: number) => round(MARGIN.top + plotH - ((y - y0) / (y1 - y0 || 1)) * plotH);
@@ -144,14 +151,14 @@ function frame(spec: { title: string; xLabel: string; yLabel: string; width?: nu
   out.push(`<line x1="${MARGIN.left}" x2="${MARGIN.left + plotW}" y1="${MARGIN.top + plotH}" y2="${MARGIN.top + plotH}" stroke="#333"/>`);
   out.push(`<text x="${MARGIN.left + plotW / 2}" y="${MARGIN.top + plotH + 34}" text-anchor="middle">${esc(spec.xLabel)}</text>`);
   out.push(`<text transform="translate(16 ${MARGIN.top + plotH / 2}) rotate(-90)" text-anchor="middle">${esc(spec.yLabel)}</text>`);
-  return { out, plotW, plotH, sy };
+  return { out, plotW, plotH, sy, columns };
 }
 
 const colour = (i: number) => COLOURS[i % COLOURS.length]!;
 
 function legend(out: string[], f: Frame, i: number, name: string): void {
-  const lx = MARGIN.left + (i % 3) * (f.plotW / 3);
-  const ly = MARGIN.top + f.plotH + 56 + Math.floor(i / 3) * 16;
+  const lx = MARGIN.left + (i % f.columns) * (f.plotW / f.columns);
+  const ly = MARGIN.top + f.plotH + 56 + Math.floor(i / f.columns) * 16;
   out.push(`<line x1="${lx}" x2="${lx + 18}" y1="${ly - 4}" y2="${ly - 4}" stroke="${colour(i)}" stroke-width="3"/>`);
   out.push(`<text x="${lx + 24}" y="${ly}">${esc(name)}</text>`);
 }
