@@ -45,6 +45,7 @@ import { deliveryRequest, destination } from '../test/fixtures/orders';
 import { statusChangedSignal, statusQuery, type DeliveryOrder, type DeliveryState, type DeliveryWorkflowInput, type FollowUpSettings, type StatusChange } from '../workflows/messages';
 import { deliveryWorkflowId } from '../workflows/task-queues';
 import { startBenchServer } from './bench-server';
+import { scaleCharts, type RunSeries } from './run-charts';
 import { processCpuSeconds, sleep } from './webhook-load';
 
 const num = (name: string, fallback: number) => {
@@ -106,6 +107,7 @@ function parseWorkerConfig(text: string): WorkerConfig {
 }
 
 const tagOf = (c: WorkerConfig) => `c${c.cache}${c.heapMiB ? `_h${c.heapMiB}` : ''}${c.workflowTasks !== 40 ? `_t${c.workflowTasks}` : ''}`;
+const chartLabel = (c: WorkerConfig) => `cache ${c.cache}${c.heapMiB ? `, heap ${c.heapMiB} MiB` : ''}`;
 const describeConfig = (c: WorkerConfig) =>
   `cache ${c.cache}, ${c.heapMiB ? `--max-old-space-size=${c.heapMiB}` : 'default heap limit'}, ${c.workflowTasks} workflow task slots, ${c.activities} activity slots per provider queue`;
 
@@ -122,6 +124,9 @@ const LIMITS: Record<CallFamily, RateLimit> = {
 const ROOT = join(__dirname, '..');
 
 const benchStarted = Date.now();
+/** The charts' time origin (performance.now() time). */
+const benchT0 = performance.now();
+const runSeconds = (t: number) => Number(((t - benchT0) / 1000).toFixed(1));
 const progress = (line: string) => process.stderr.write(`[scale ${Math.round((Date.now() - benchStarted) / 1000)}s] ${line}\n`);
 
 function percentile(sorted: number[], p: number): number {
@@ -281,7 +286,7 @@ function makeOrder(i: number): DeliveryOrder {
 
 // ---- the benchmark ------------------------------------------------------------------------
 
-export async function scaleBenchmark(): Promise<Record<string, number | string>> {
+export async function scaleBenchmark(): Promise<{ figures: Record<string, number | string>; charts: Record<string, string> }> {
   let server: DevServer | undefined;
   let worker: WorkerProcess | undefined;
   const cleanup: (() => Promise<unknown>)[] = [];
@@ -303,6 +308,9 @@ export async function scaleBenchmark(): Promise<Record<string, number | string>>
     pacing: LIMITER,
     payloads: 'encrypted (AES-256-GCM codec, as npm start runs)',
   };
+  // The charts' samples: every worker's memory, and each status latency where it was measured.
+  const workers: WorkerProcess[] = [];
+  const latencySeries: RunSeries[] = [];
   try {
     ({ server, watchdog } = await startBenchServer(progress, TIME_LIMIT_MS, () => worker?.child.kill('SIGKILL')));
     cleanup.unshift(() => server!.stop());
@@ -352,6 +360,7 @@ export async function scaleBenchmark(): Promise<Record<string, number | string>>
       progress(`starting a worker: ${describeConfig(c)}...`);
       const w = new WorkerProcess(c, env);
       worker = w;
+      workers.push(w);
       await w.waitReady();
       const tag = tagOf(c);
       figures[`${tag}_settings`] = describeConfig(c);
@@ -391,8 +400,8 @@ export async function scaleBenchmark(): Promise<Record<string, number | string>>
     // 3 and 4.
     const measure = async (w: WorkerProcess) => {
       const tag = tagOf(w.config);
-      Object.assign(figures, prefixed(tag, await statusLatency(w, sim, probe, pick(SAMPLES), deliveryIds, false)));
-      Object.assign(figures, prefixed(`${tag}_cached`, await statusLatency(w, sim, probe, pick(HIT_SAMPLES), deliveryIds, true)));
+      Object.assign(figures, prefixed(tag, await statusLatency(w, sim, probe, pick(SAMPLES), deliveryIds, false, latencySeries)));
+      Object.assign(figures, prefixed(`${tag}_cached`, await statusLatency(w, sim, probe, pick(HIT_SAMPLES), deliveryIds, true, latencySeries)));
       Object.assign(figures, prefixed(tag, await signalThroughput(w, probe, references, deliveryIds, SIGNALS, 'stale-status signals to random deliveries')));
       figures[`${tag}_rss_end_mib`] = Math.round(w.sample()?.rssMiB ?? NaN);
     };
@@ -432,7 +441,8 @@ export async function scaleBenchmark(): Promise<Record<string, number | string>>
     figures.query_timeouts_retried = queryTimeouts;
     figures.terminate_s = Number(((performance.now() - t0) / 1000).toFixed(1));
     figures.run_minutes = Number(((Date.now() - benchStarted) / 60_000).toFixed(1));
-    return figures;
+    const rss = workers.map((w) => ({ label: chartLabel(w.config), points: w.rssSeries.map(([t, m]) => [runSeconds(w.spawnedAt) + t, m] as const) }));
+    return { figures, charts: scaleCharts(rss, latencySeries) };
   } finally {
     for (const step of cleanup) await step().catch((e: Error) => progress(`cleanup: ${e.message}`));
     clearTimeout(watchdog);
@@ -607,11 +617,13 @@ let eventSeq = 0;
  * 3. Signal → `status` query shows it, one delivery at a time. With `cached`, each delivery gets a
  * stale signal first (waited for), so that it is certainly in the worker's cache when measured.
  */
-async function statusLatency(w: WorkerProcess, sim: Simulator, probe: Client, sample: string[], ids: Map<string, string>, cached: boolean): Promise<Record<string, number | string>> {
+async function statusLatency(w: WorkerProcess, sim: Simulator, probe: Client, sample: string[], ids: Map<string, string>, cached: boolean, series: RunSeries[]): Promise<Record<string, number | string>> {
   const what = cached ? 'status latency, deliveries just touched (in the cache)' : 'status latency, random open deliveries';
   progress(`${what}: ${sample.length}, one at a time (the simulator advances, the statusChanged signal as the bridge sends it, the status query until it shows)...`);
   const total: number[] = [];
   const signalled: number[] = [];
+  const points: [number, number][] = [];
+  series.push({ label: `${chartLabel(w.config)}${cached ? ', just touched' : ', random'}`, points });
   let done = 0;
   const stopTick = ticker(() => `${what}: ${done}/${sample.length}, worker RSS ${mib(w.sample()?.rssMiB)}`);
   try {
@@ -634,6 +646,7 @@ async function statusLatency(w: WorkerProcess, sim: Simulator, probe: Client, sa
         if (performance.now() - t0 > 30_000) throw new Error(`${reference} did not show ${record.status} within 30 s (shows ${s.status})`);
       }
       total.push(performance.now() - t0);
+      points.push([runSeconds(t0), Number(total.at(-1)!.toFixed(1))]);
       done++;
     }
   } finally {

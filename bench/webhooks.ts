@@ -41,6 +41,7 @@ import { deliveryWorkflowId } from '../workflows/task-queues';
 import type { RawTarget } from './raw-signals';
 import { machineCpuSeconds, openLoop, percentile, pool, processCpuSeconds, serial, sleep, summarize, type Latencies } from './webhook-load';
 import { RawSignalsProcess, Service } from './webhook-processes';
+import { webhooksCharts } from './run-charts';
 import { prebuiltBundle } from './worker-processes';
 
 const overrides: string[] = [];
@@ -83,7 +84,7 @@ interface Webhook {
 type Side = 'bridge' | 'raw';
 type Parts = 'temporal' | 'worker' | 'bridge' | 'raw_script' | 'bench';
 
-export async function webhooksBenchmark(): Promise<Record<string, number | string>> {
+export async function webhooksBenchmark(): Promise<{ figures: Record<string, number | string>; charts: Record<string, string> }> {
   const { server, watchdog } = await startBenchServer(progress, TIME_LIMIT_MS);
   const cleanup: (() => Promise<unknown> | void)[] = [() => server.stop()];
   try {
@@ -270,12 +271,11 @@ export async function webhooksBenchmark(): Promise<Record<string, number | strin
     const handling = bridgeHandling(bridge.output(), 'evt_ack');
     progress(`one at a time (no load), ${SERIAL} raw signals and ${SERIAL} webhooks...`);
     const rawIdle = await raw.run({ op: 'serial', targets, count: SERIAL });
-    const bridgeIdle = summarize(
-      await serial(
-        Array.from({ length: SERIAL }, (_, i) => webhook(followed[i % followed.length]!)),
-        postWebhook,
-      ),
+    const bridgeIdleLatencies = await serial(
+      Array.from({ length: SERIAL }, (_, i) => webhook(followed[i % followed.length]!)),
+      postWebhook,
     );
+    const bridgeIdle = summarize(bridgeIdleLatencies);
 
     progress(`propagation: advancing ${followed.length} deliveries two steps each at the simulator, one at a time...`);
     sim.setWebhookEndpoint({ url: bridgeUrl + WEBHOOK_PATH, secret });
@@ -286,7 +286,13 @@ export async function webhooksBenchmark(): Promise<Record<string, number | strin
     const reconciliation = await reconciliationTimes(new DeliveryClient({ temporal, taskQueue: TASK_QUEUE }), sim);
 
     const bridgeErrors = bridge.output().split('\n').filter((l) => l.includes('"msg":"webhook"') && !l.includes('"status":200')).length;
-    return {
+    const charts = webhooksCharts([
+      { label: `bridge at ${rate}/s`, latencies: [...ack1.latencies, ...ack2.latencies] },
+      { label: `raw signals at ${rate}/s`, latencies: [...rawAck1, ...rawAck2] },
+      { label: 'bridge, one at a time', latencies: bridgeIdleLatencies },
+      { label: 'raw signals, one at a time', latencies: rawIdle.latencies },
+    ]);
+    const figures = {
       setup: 'one process each: Temporal dev server, worker (worker/main.ts), bridge (bridge/main.ts), raw-signal script (bench/raw-signals.ts), this process (load generator + simulator)',
       overrides: overrides.length ? overrides.join(' ') : 'none',
       deliveries: DELIVERIES,
@@ -336,6 +342,7 @@ export async function webhooksBenchmark(): Promise<Record<string, number | strin
       reconciliation_max_over_interval: Number((reconciliation.max / RECONCILE_QUIET_MS).toFixed(3)),
       bridge_non_200_answers: bridgeErrors,
     };
+    return { figures, charts };
   } finally {
     for (const step of cleanup) await Promise.resolve(step()).catch((e: Error) => progress(`cleanup: ${e.message}`));
     clearTimeout(watchdog);

@@ -36,6 +36,11 @@ export class KeyRing {
     }
   }
 
+  /** The accepted keys' digests (data scopes), the default key's first; for the dashboard's gauges. */
+  scopes(): string[] {
+    return [...this.digests];
+  }
+
   get size(): number {
     return this.digests.size;
   }

@@ -30,6 +30,8 @@ export interface SimContext {
   readonly auto: AutoAdvancer;
   readonly webhooks: WebhookSender;
   readonly limiter: RollingWindowLimiter;
+  /** Digests of the accepted API keys (the limiter's and the store's scopes), the default key's first. */
+  readonly keyScopes: readonly string[];
   readonly requests: CappedLog<RequestLogEntry>;
   faults: Faults;
   random: () => number;

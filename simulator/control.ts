@@ -4,13 +4,14 @@
  * simulator binds 127.0.0.1 by default for this reason), and the server lets through only
  * requests with its own Host, no foreign Origin, and JSON on every POST/PUT (provider/http-guard.ts),
  * so no web page can drive it or read it. It never returns the webhook secret, only its
- * fingerprint. Not rate limited, not in the request log.
+ * fingerprint. Not rate limited, not in the request log. The dashboard (GET /_sim, dashboard.ts)
+ * drives these same routes from its own origin.
  */
 import { z } from 'zod';
 import { fieldIssues } from '../provider/validation';
 import { secretFingerprint, WebhookSecretSchema } from '../provider/webhook-signature';
 import type { SimContext } from './context';
-import { dashboardPage } from './dashboard';
+import { dashboardPage, dashboardView } from './dashboard';
 import { FaultsPatchSchema, mergeFaults } from './faults';
 import { type Endpoint, errorReply, type Reply, type RouteTable, validationReply } from './http-util';
 
@@ -122,7 +123,8 @@ const reset: Handler = (ctx) => {
 const json = (body: Endpoint<Handler>['body'], handle: Handler): ControlEndpoint => ({ body, handle });
 
 export const CONTROL_ROUTES: readonly RouteTable<ControlEndpoint>[] = [
-  { pattern: /^\/_sim\/?$/, methods: { GET: json('none', (ctx) => ({ status: 200, html: dashboardPage(ctx) })) } },
+  { pattern: /^\/_sim\/?$/, methods: { GET: json('none', (ctx) => ({ status: 200, ...dashboardPage(ctx) })) } },
+  { pattern: /^\/_sim\/overview$/, methods: { GET: json('none', (ctx) => ({ status: 200, body: dashboardView(ctx) })) } },
   { pattern: /^\/_sim\/deliveries$/, methods: { GET: json('none', deliveries) } },
   { pattern: /^\/_sim\/deliveries\/([^/]+)\/advance$/, methods: { POST: json('optional', advance) } },
   { pattern: /^\/_sim\/deliveries\/([^/]+)\/fail-reads$/, methods: { POST: json('json', failReads) } },

@@ -45,6 +45,19 @@ class TimestampRing {
   }
 }
 
+/** A call at time ts is inside the window at t iff ts > t - windowMs. */
+function prune(ring: TimestampRing, outsideAtOrBefore: number): void {
+  while (ring.size > 0 && ring.oldest() <= outsideAtOrBefore) ring.shift();
+}
+
+export interface WindowUsage {
+  used: number;
+  limit: number;
+  /** Real milliseconds (already divided by the time scale). */
+  windowMs: number;
+  freesInMs: number | null;
+}
+
 export class RollingWindowLimiter {
   private readonly windows = new Map<string, TimestampRing>();
 
@@ -69,13 +82,25 @@ export class RollingWindowLimiter {
       ring = new TimestampRing(limit);
       this.windows.set(id, ring);
     }
-    // A call at time ts is inside the window at t iff ts > t - windowMs.
-    while (ring.size > 0 && ring.oldest() <= t - windowMs) ring.shift();
+    prune(ring, t - windowMs);
     if (ring.size < limit) {
       ring.push(t);
       return { allowed: true };
     }
     return { allowed: false, retryAfterMs: ring.oldest() + windowMs - t };
+  }
+
+  /**
+   * What the /_sim dashboard's gauges show: calls inside the window now and, when any, real ms
+   * until the oldest leaves it. Takes no slot.
+   */
+  usage(key: string, family: CallFamily): WindowUsage {
+    const { limit, windowMs } = this.limits[family];
+    const ring = this.windows.get(`${family}\u0000${key}`);
+    const t = this.now();
+    if (ring) prune(ring, t - windowMs);
+    if (!ring || ring.size === 0) return { used: 0, limit, windowMs, freesInMs: null };
+    return { used: ring.size, limit, windowMs, freesInMs: ring.oldest() + windowMs - t };
   }
 
   reset(): void {

@@ -184,6 +184,7 @@ export function createSimulator(options: SimulatorOptions = {}): Simulator {
     auto,
     webhooks,
     limiter,
+    keyScopes: keys.scopes(),
     requests,
     faults: { ...initialFaults },
     random: seededRandom(seed),

@@ -1,5 +1,6 @@
 import { lineChart, niceTicks, trailingWindowSeries } from '../../bench/charts';
 import { drainSeries, limitsCharts } from '../../bench/limits-charts';
+import { scaleCharts, webhooksCharts } from '../../bench/run-charts';
 
 /** The y pixel of every vertex of the named series' polyline. */
 function vertexYs(svg: string, name: string): number[] {
@@ -51,5 +52,41 @@ describe('benchmark charts', () => {
     expect(charts.quotes).toContain('provider limit: 100 per 60 s');
     expect(charts.drain).toContain('data-name="least possible"');
     expect(drainSeries('x', 2, [6.4, 0.3]).points).toEqual([[0, 2], [0.3, 1], [6.4, 0]]);
+  });
+
+  it('draws the webhooks benchmark from its samples: p50/p90/p99 of the bridge beside raw signals, bar heights as the values', () => {
+    const oneTo100 = Array.from({ length: 100 }, (_, i) => 100 - i); // unsorted on purpose
+    const { ack } = webhooksCharts([
+      { label: 'bridge at 200/s', latencies: oneTo100 },
+      { label: 'raw signals at 200/s', latencies: oneTo100.map((ms) => ms / 2) },
+    ]);
+    const bar = (series: string, group: string) => {
+      const m = new RegExp(`class="bar" data-series="${series} \\(100\\)" data-group="${group}" data-value="([\\d.]+)" x="[\\d.]+" y="([\\d.]+)" width="[\\d.]+" height="([\\d.]+)"`).exec(ack!);
+      if (!m) throw new Error(`no bar ${series} ${group}`);
+      return { value: Number(m[1]), height: Number(m[3]) };
+    };
+    // The 100 samples 1..100 ms: the p-th percentile is the sample at index floor(100 p).
+    expect([bar('bridge at 200/s', 'p50'), bar('bridge at 200/s', 'p90'), bar('bridge at 200/s', 'p99')].map((b) => b.value)).toEqual([51, 91, 100]);
+    expect(bar('raw signals at 200/s', 'p99').value).toBe(50);
+    expect(bar('bridge at 200/s', 'p99').height).toBeCloseTo(2 * bar('raw signals at 200/s', 'p99').height, 0);
+    expect(ack).toContain('acknowledgement latency');
+  });
+
+  it('draws the scale benchmark from its samples: worker memory and status latency over the run', () => {
+    const charts = scaleCharts(
+      [
+        { label: 'cache 500, heap 512 MiB', points: [[0, 90], [1, 250], [2, 400]] },
+        { label: 'cache 100, heap 384 MiB', points: [[100, 95], [101, 180]] },
+      ],
+      [{ label: 'cache 500, heap 512 MiB, random', points: [[50, 12], [51, 30], [52, 9]] }],
+    );
+    expect(Object.keys(charts).sort()).toEqual(['rss', 'status-latency']);
+    const rss = vertexYs(charts.rss!, 'cache 500, heap 512 MiB');
+    expect(rss).toHaveLength(3);
+    expect(rss[2]).toBeLessThan(rss[1]!); // memory grows: higher on the chart
+    expect(charts.rss).toContain('data-name="cache 100, heap 384 MiB"');
+    const latency = vertexYs(charts['status-latency']!, 'cache 500, heap 512 MiB, random');
+    expect(latency[1]).toBeLessThan(latency[0]!); // 30 ms is higher than 12 ms …
+    expect(latency[2]).toBeGreaterThan(latency[0]!); // … and 9 ms lower
   });
 });
