@@ -26,7 +26,7 @@ import { Client, Connection } from '@temporalio/client';
 import { DeliveryClient } from '../client/delivery-client';
 import { ProviderClient } from '../provider/client';
 import { RateLimitedError, ProviderUnavailableError } from '../provider/errors';
-import { PROVIDER_RATE_LIMITS, type CallFamily, type RateLimit } from '../provider/limits';
+import { PROVIDER_RATE_LIMITS, QUOTE_VALIDITY_MS, type CallFamily, type RateLimit } from '../provider/limits';
 import { startBenchCluster } from './bench-cluster';
 import { startBenchServer } from './bench-server';
 import { keyFingerprint } from '../simulator/auth';
@@ -184,9 +184,10 @@ function callLog(sim: Simulator, key: string): CallLog {
 async function quotedTimes(temporal: Client, orders: Order[]): Promise<Map<string, number>> {
   const out = new Map<string, number>();
   for (const o of orders) {
+    // The provider's own time of quoting, from its quote's expiry: the gate creates right after a
+    // quote and the order hears of both at once, so the order's timeline cannot tell.
     const state = (await temporal.workflow.getHandle(deliveryWorkflowId(o.reference)).query('status')) as DeliveryState;
-    const note = state.timeline.find((e) => e.note?.startsWith('quoted '));
-    if (note) out.set(o.reference, Date.parse(note.at));
+    if (state.quote) out.set(o.reference, Date.parse(state.quote.expires_at) - QUOTE_VALIDITY_MS / SCALE);
   }
   return out;
 }
@@ -217,7 +218,7 @@ interface BacklogFigures {
 /** The figures the issue asks for, from the simulator's log and the orders' own times. */
 function backlogFigures(orders: Order[], startedAt: Map<string, number>, quotedAt: Map<string, number>, createdAt: Map<string, number>, log: CallLog): BacklogFigures {
   const t0 = Math.min(...startedAt.values());
-  const creationSpans = orders.filter((o) => createdAt.has(o.reference)).map((o) => ({ from: quotedAt.get(o.reference) ?? startedAt.get(o.reference)!, to: createdAt.get(o.reference)! }));
+  const creationSpans = orders.filter((o) => createdAt.has(o.reference)).map((o) => ({ from: Math.max(quotedAt.get(o.reference) ?? 0, startedAt.get(o.reference)!), to: createdAt.get(o.reference)! }));
   // An order needs a quote call unless an identical one asked first: count distinct fingerprints waiting.
   const firstOfKind = new Map<string, Order>();
   for (const o of orders) if (!firstOfKind.has(o.fingerprint)) firstOfKind.set(o.fingerprint, o);

@@ -199,18 +199,21 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
   // workflow with nothing created, and its state says so.
   let pacing: PacingSettings;
   let gate: GateCalls | undefined;
+  let created: DeliveryRecord | undefined;
   try {
     await checked.passed; // before any provider call or pacing request
     pacing = await pacingSettings();
     gate = pacing.pacing === 'gate' ? new GateCalls(pacing) : undefined;
     refreshDetails();
-    const quote = await obtainQuote();
+    const { quote, delivery } = await obtainQuote();
     state.quote = quote;
     upsertSearchAttributes([{ key: QuotedPrice, value: quote.price.amount }]);
     tracker.note(now(), `quoted ${formatMoney(quote.price)}`);
-    if (input.maxPrice) await priceGuard(input, quote);
+    // Created right after the quote (within the maximum price): a cancellation meanwhile is handled by follow().
+    created = delivery;
+    if (!created && input.maxPrice) await priceGuard(input, quote);
     // A cancellation that arrived with the quote's result still counts as "before creation".
-    if (CancellationScope.current().consideredCancelled) throw new CancelledFailure('cancellation requested before creation');
+    if (!created && CancellationScope.current().consideredCancelled) throw new CancelledFailure('cancellation requested before creation');
   } catch (err) {
     if (isCancellation(err)) endBeforeCreation('cancelled before creation: nothing was created');
     throw err;
@@ -219,7 +222,7 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
   // 3. Create. Non-cancellable once the request may have reached the provider: we must learn
   // the delivery's id so that a cancellation can reach it.
   setPhase('creating');
-  const record = await create();
+  const record = created ?? (await create());
   takeRecord(record);
   upsertSearchAttributes([{ key: DeliveryId, value: record.id }]);
   const beforePending = state.status;
@@ -228,22 +231,26 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
   setPhase('following');
   return await follow();
 
-  /** A quote the order carries for the same inputs, one shared by an identical order, or a new one. */
-  async function obtainQuote(): Promise<Quote> {
+  /**
+   * A quote the order carries for the same inputs, one shared by an identical order, or a new one.
+   * Through the gate, the delivery comes with it when the quote is within the maximum price: the
+   * gate creates right after quoting, at the order's place in its queue.
+   */
+  async function obtainQuote(): Promise<{ quote: Quote; delivery?: DeliveryRecord }> {
     const summary = `quote ${request.destinations.length} stop(s)`;
-    if (!gate) return act.quotes.quoteDelivery.executeWithOptions(act.labelled('quotes', summary), [request]);
+    if (!gate) return { quote: await act.quotes.quoteDelivery.executeWithOptions(act.labelled('quotes', summary), [request]) };
     const fingerprint = quoteFingerprint(request);
     if (input.quote) {
       const left = Date.parse(input.quote.expires_at) - startedAt;
       if (input.quote.fingerprint === fingerprint && left >= pacing.quoteMinRemainingMs) {
         tracker.note(now(), 'using the quote the order carries: no quote asked for');
-        return { price: input.quote.price, expires_at: input.quote.expires_at };
+        return { quote: { price: input.quote.price, expires_at: input.quote.expires_at } };
       }
       tracker.note(now(), input.quote.fingerprint === fingerprint ? 'the quote the order carries is about to expire: asking for a new one' : 'the quote the order carries is for other inputs: asking for a new one');
     }
-    const { quote, shared } = await gate.call('quotes', request, { food: request.is_food, fingerprint });
-    if (shared) tracker.note(now(), 'reusing the valid quote of an identical order: no quote asked for');
-    return quote;
+    const answer = await gate.call('quotes', request, { food: request.is_food, fingerprint, create: { maxPrice: input.maxPrice } });
+    if (answer.shared) tracker.note(now(), 'reusing the valid quote of an identical order: no quote asked for');
+    return answer;
   }
 
   async function create(): Promise<DeliveryRecord> {

@@ -1,7 +1,7 @@
 /** Messages between delivery workflows and the pacing gate (workflows/gate.ts). Signals only, sent by activities. */
 import { defineQuery, defineSignal } from '@temporalio/workflow';
 import type { CallFamily, RateLimit } from '../provider/limits';
-import type { CreateDeliveryRequest, DeliveryRecord, Quote } from '../provider/schemas';
+import type { CreateDeliveryRequest, DeliveryRecord, Price, Quote } from '../provider/schemas';
 import type { GateState } from './gate-state';
 
 /** The call families the gate paces; every other call uses Temporal's task-queue rate limit. */
@@ -31,7 +31,9 @@ export interface PacingSettings {
  * `from`: the asking workflow (for creations also the Idempotency-Key); `n`: the request's number
  * there, which its answer carries back; `requestedAt`: when the order first asked (asked again, it
  * keeps its place); `fingerprint` (quotes): identical orders share one quote while it is valid;
- * `unclear`: an earlier attempt may have reached the provider (a creation then looks first).
+ * `unclear`: an earlier attempt may have reached the provider (a creation then looks first);
+ * `create` (quotes): create right after the quote when it is within `maxPrice` (same currency),
+ * answering both at once, so the order does not have to ask again.
  */
 export interface GateRequest {
   from: string;
@@ -42,14 +44,15 @@ export interface GateRequest {
   order: CreateDeliveryRequest;
   fingerprint?: string;
   unclear?: boolean;
+  create?: { maxPrice?: Price };
 }
 
 export type GateAnswer = { n: number } & (
   | { quote: Quote; shared: boolean }
-  | { delivery: DeliveryRecord }
+  | { delivery: DeliveryRecord; quote?: Quote } // `quote`: the quote asked for with `create`
   | { failure: { type: string; message: string } }
   /** The gate continued as new without carrying the queue: ask again (the place is kept, and whether an attempt may have reached the provider). */
-  | { again: true; unclear: boolean }
+  | { again: true; unclear: boolean; quote?: Quote } // `quote`: already quoted, for a creation asked with `create`
   | { withdrawn: true }
 );
 

@@ -2,8 +2,11 @@
 import type { Quote } from '../provider/schemas';
 import { GATED_FAMILIES, type GateAnswer, type GateConfig, type GatedFamily, type GateRequest } from './gate-messages';
 
-/** `retryAt`: a failed order waits out its own backoff, not holding back the others; `unclear`: an earlier attempt may have reached the provider. */
-export type Waiting = GateRequest & { retryAt: number; attempts: number; unclear: boolean };
+/**
+ * `retryAt`: a failed order waits out its own backoff, not holding back the others; `unclear`: an
+ * earlier attempt may have reached the provider; `quote`: a creation that follows its quote (`create`).
+ */
+export type Waiting = GateRequest & { retryAt: number; attempts: number; unclear: boolean; quote?: Quote };
 /** `notBefore`: the slot's time, when the call may go out; `withdrawn`: its order was cancelled while it was out. */
 export type Call = { req: Waiting; notBefore: number; withdrawn?: boolean };
 export type Addressed = { to: string; answer: GateAnswer };
@@ -49,11 +52,12 @@ export class GateState {
   request(r: GateRequest, now: number): GateAnswer | undefined {
     if (this.inFlight.has(key(r)) || this.waiting.some((w) => key(w) === key(r)) || this.s.answered.includes(key(r))) return undefined; // sent again
     const quote = r.fingerprint === undefined ? undefined : this.sharedQuote(r.fingerprint, now);
+    const waiting: Waiting = { ...r, retryAt: 0, attempts: 0, unclear: r.unclear ?? false };
     if (quote) {
       this.s.counts.shared++;
-      return { n: r.n, quote, shared: true };
+      return this.createAfter(waiting, quote) ? undefined : { n: r.n, quote, shared: true };
     }
-    this.enqueue({ ...r, retryAt: 0, attempts: 0, unclear: r.unclear ?? false });
+    this.enqueue(waiting);
     return undefined;
   }
 
@@ -68,6 +72,14 @@ export class GateState {
     if (call) return void (call.withdrawn = true);
     this.waiting = this.waiting.filter((w) => key(w) !== key(r));
     return { n: r.n, withdrawn: true };
+  }
+
+  /** A quote asked for with `create` and within its maximum: the creation is queued at the order's place, answered with the quote. */
+  private createAfter(r: Waiting, quote: Quote): boolean {
+    const max = r.create?.maxPrice;
+    if (!r.create || (max && (max.currency !== quote.price.currency || quote.price.amount > max.amount))) return false;
+    this.enqueue({ ...r, family: 'creations', fingerprint: undefined, create: undefined, quote, retryAt: 0, attempts: 0, unclear: false });
+    return true;
   }
 
   /** The calls to make now: every slot free now or within the lead time goes to the first eligible request. */
@@ -114,16 +126,16 @@ export class GateState {
       case 'answered': {
         o.failing = [];
         o.probes = 0;
-        const mine = { to: req.from, answer: outcome.answer };
         const quote = outcome.quote;
-        if (!quote || req.fingerprint === undefined) return [mine];
+        const mine: Addressed[] = quote && !call.withdrawn && this.createAfter(req, quote) ? [] : [{ to: req.from, answer: outcome.answer }];
+        if (!quote || req.fingerprint === undefined) return mine;
         // Identical orders waiting for this quote get it too.
         this.s.quotes = [...this.s.quotes.filter((q) => q.fingerprint !== req.fingerprint), { fingerprint: req.fingerprint, quote }].slice(-QUOTE_CACHE_LIMIT);
-        if (!this.sharedQuote(req.fingerprint, now)) return [mine];
+        if (!this.sharedQuote(req.fingerprint, now)) return mine;
         const twins = this.waiting.filter((x) => x.fingerprint === req.fingerprint);
         this.waiting = this.waiting.filter((x) => x.fingerprint !== req.fingerprint);
         this.s.counts.shared += twins.length;
-        return [mine, ...twins.map((t) => ({ to: t.from, answer: { n: t.n, quote, shared: true } }))];
+        return [...mine, ...twins.filter((t) => !this.createAfter(t, quote)).map((t) => ({ to: t.from, answer: { n: t.n, quote, shared: true } }))];
       }
       case 'rate_limited':
         this.s.pausedUntil[family] = Math.max(this.s.pausedUntil[family], now + outcome.retryAfterMs);

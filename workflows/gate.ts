@@ -6,9 +6,10 @@
  * creation call itself, as an activity. A delivery asks by signal (`gateRequest`, sent by a local
  * activity with signal-with-start) and waits for one `gateAnswer` signal: a quote, a delivery, a
  * failure that retrying cannot fix, `withdrawn`, or `again` (the gate continued as new without
- * its queue: ask again, the place is kept). A cancelled delivery signals `gateWithdraw`; a call
- * already out is answered when it ends. Every signal is sent by an activity through the
- * worker's client; the gate's answers go out in batches.
+ * its queue: ask again, the place is kept). A quote asked with `create` that is within the
+ * order's maximum price is followed by its creation at once, and answered with both. A cancelled
+ * delivery signals `gateWithdraw`; a call already out is answered when it ends. Every signal is
+ * sent by an activity through the worker's client; the answers go out in batches.
  *
  * Slots, in the Temporal server's time only. A call can reach the provider from when its
  * activity is scheduled (plus the delay it is given) until its schedule-to-close timeout; the
@@ -30,9 +31,9 @@
 import { ActivityFailure, ApplicationFailure, CancellationScope, condition, continueAsNew, isCancellation, proxyActivities, proxyLocalActivities, setCurrentDetails, setHandler, TimeoutFailure, workflowInfo } from '@temporalio/workflow';
 import type { GateActivities } from '../activities/gate-activities';
 import type { ProviderActivities } from '../activities/provider-activities';
-import type { CreateDeliveryRequest } from '../provider/schemas';
+import type { CreateDeliveryRequest, DeliveryRecord, Quote } from '../provider/schemas';
 import { NON_RETRYABLE_PROVIDER_FAILURES, PROVIDER_FAILURE_TYPES } from './failures';
-import { SLOT_MISSED, gateAnswerSignal, gateConfigureSignal, gateRequestSignal, gateStatusQuery, gateWithdrawSignal, type GateAnswer, type GateConfig, type GatedFamily } from './gate-messages';
+import { SLOT_MISSED, gateAnswerSignal, gateConfigureSignal, gateRequestSignal, gateStatusQuery, gateWithdrawSignal, type GateAnswer, type GateConfig, type GatedFamily, type GateRequest } from './gate-messages';
 import { GateState, type Addressed, type Call, type GateSnapshot, type Outcome } from './gate-state';
 import { deliveryPriority, providerTaskQueues } from './task-queues';
 
@@ -40,6 +41,13 @@ import { deliveryPriority, providerTaskQueues } from './task-queues';
 export const START_SLACK_MS = 5_000;
 const HISTORY_LIMIT = 5_000;
 const local = proxyLocalActivities<GateActivities>({ startToCloseTimeout: '10 seconds' });
+/**
+ * The gate's answers go out by (ordinary) activity on its own queue: a local activity would hold
+ * the gate's workflow task open while its signals are sent, and calls whose slots came free in
+ * the meantime would wait for it. While draining for continue-as-new they go by local activity:
+ * the continue-as-new then follows in the same task, before orders asked again can keep it busy.
+ */
+const { answerDeliveries } = proxyActivities<GateActivities>({ startToCloseTimeout: '10 seconds', retry: { initialInterval: '200 milliseconds', maximumInterval: '5 seconds' } });
 
 export async function pacingGate(input: { taskQueue: string; config: GateConfig; resume?: GateSnapshot }): Promise<never> {
   const gate = new GateState(input.resume ?? GateState.empty(input.config).s);
@@ -63,7 +71,7 @@ export async function pacingGate(input: { taskQueue: string; config: GateConfig;
   for (let draining = false; ; ) {
     changed = false;
     draining ||= workflowInfo().continueAsNewSuggested || workflowInfo().historyLength >= HISTORY_LIMIT;
-    if (draining) for (const w of gate.waiting.splice(0)) outbox.push({ to: w.from, answer: { n: w.n, again: true, unclear: w.unclear } });
+    if (draining) for (const w of gate.waiting.splice(0)) outbox.push({ to: w.from, answer: { n: w.n, again: true, unclear: w.unclear, quote: w.quote } });
     else {
       for (const call of gate.take(Date.now())) {
         track(
@@ -74,7 +82,7 @@ export async function pacingGate(input: { taskQueue: string; config: GateConfig;
         );
       }
     }
-    if (outbox.length > 0) track(local.answerDeliveries(outbox.splice(0)));
+    if (outbox.length > 0) track(draining ? local.answerDeliveries(outbox.splice(0)) : answerDeliveries.executeWithOptions({ summary: `answer ${outbox.length} deliveries` }, [outbox.splice(0)]));
     const { counts, config } = gate.s;
     setCurrentDetails(`**pacing gate** · creations ${config.limits.creations.limit} per ${config.limits.creations.windowMs / 1000} s · quotes ${config.limits.quotes.limit} per ${config.limits.quotes.windowMs / 1000} s · ${gate.waiting.length} waiting · ${gate.inFlight.size} calls out · ${counts.calls} calls · ${counts.shared} quotes shared`);
     if (draining) {
@@ -109,7 +117,7 @@ async function makeCall(taskQueue: string, gate: GateState, call: Call): Promise
       outcome = { kind: 'answered', quote, answer: { n: req.n, quote, shared: false } };
     } else {
       const delivery = await act.createInGate({ request: req.order as CreateDeliveryRequest & { reference_number: string }, idempotencyKey: req.from, lookFirst: req.unclear }, timing);
-      outcome = { kind: 'answered', answer: { n: req.n, delivery } };
+      outcome = { kind: 'answered', answer: { n: req.n, delivery, quote: req.quote } };
     }
   } catch (err) {
     outcome = outcomeOf(err, req.n);
@@ -141,15 +149,23 @@ export class GateCalls {
     setHandler(gateAnswerSignal, (a) => void this.answers.set(a.n, a));
   }
 
-  /** The call's answer; a failure retrying cannot fix is thrown, naming the provider's reason. */
-  async call<T extends 'quotes' | 'creations'>(family: T & GatedFamily, order: CreateDeliveryRequest, o: { food: boolean; fingerprint?: string }): Promise<Extract<GateAnswer, T extends 'quotes' ? { quote: unknown } : { delivery: unknown }>> {
+  /**
+   * The call's answer; a failure retrying cannot fix is thrown, naming the provider's reason. A
+   * quote asked with `create` may come back with the delivery too (the quote was within `maxPrice`).
+   */
+  async call(family: 'quotes', order: CreateDeliveryRequest, o: { food: boolean; fingerprint: string; create?: GateRequest['create'] }): Promise<{ quote: Quote; shared?: boolean; delivery?: DeliveryRecord }>;
+  async call(family: 'creations', order: CreateDeliveryRequest, o: { food: boolean }): Promise<{ delivery: DeliveryRecord }>;
+  async call(family: GatedFamily, order: CreateDeliveryRequest, o: { food: boolean; fingerprint?: string; create?: GateRequest['create'] }): Promise<{ quote?: Quote; shared?: boolean; delivery?: DeliveryRecord }> {
     const { workflowId: from, taskQueue } = workflowInfo();
     const requestedAt = Date.now();
+    const mayCreate = family === 'creations' || o.create !== undefined;
+    let quoted: Quote | undefined; // quoted, and its creation asked again (the gate continued as new meanwhile)
     for (let unclear = false; ; ) {
+      const asking = quoted ? 'creations' : family;
       const n = ++this.n;
       let answer: GateAnswer | undefined;
       try {
-        await local.askGate({ taskQueue, request: { from, n, family, food: o.food, requestedAt, order, fingerprint: o.fingerprint, unclear } });
+        await local.askGate({ taskQueue, request: { from, n, family: asking, food: o.food, requestedAt, order, ...(asking === 'quotes' && { fingerprint: o.fingerprint, create: o.create }), unclear } });
         await condition(() => this.answers.has(n));
         answer = this.answers.get(n)!;
       } catch (err) {
@@ -159,7 +175,7 @@ export class GateCalls {
           // The wait (and its timer) starts before the withdraw's local activity: on replay, a local
           // activity's result can come in one activation with a signal that arrived after it, so
           // no command may depend on which of the two came first.
-          const callEnded = family === 'creations' ? condition(() => this.answers.has(n), 2 * this.config.leadMs + START_SLACK_MS + this.config.callTimeoutMs + 60_000) : undefined;
+          const callEnded = mayCreate ? condition(() => this.answers.has(n), 2 * this.config.leadMs + START_SLACK_MS + this.config.callTimeoutMs + 60_000) : undefined;
           await local.withdrawFromGate({ taskQueue, from, n });
           await callEnded;
           return this.answers.get(n);
@@ -168,8 +184,10 @@ export class GateCalls {
       }
       this.answers.delete(n);
       if ('failure' in answer) throw ApplicationFailure.create({ type: answer.failure.type, message: answer.failure.message, nonRetryable: true });
-      if ('again' in answer) unclear ||= answer.unclear;
-      else if (!('withdrawn' in answer)) return answer as never;
+      if ('again' in answer) {
+        unclear ||= answer.unclear;
+        quoted ??= answer.quote;
+      } else if (!('withdrawn' in answer)) return quoted ? { ...answer, quote: quoted } : answer;
     }
   }
 }

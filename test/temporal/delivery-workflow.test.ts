@@ -144,8 +144,7 @@ describe('the delivery workflow', () => {
   it('applies a webhook that arrives while the creation call is still in flight', async () => {
     provider.gates.createDelivery = new Gate();
     const handle = await start({}, 1);
-    await provider.gates.createDelivery.entered;
-    await until(handle, (x) => x.phase === 'creating', 'creating');
+    await provider.gates.createDelivery.entered; // the gate creates right after the quote: the order hears of both at once
     // The provider has made the delivery and already reports it assigned; our call has not returned.
     await handle.signal(statusChangedSignal, { deliveryId: 'del_fake1', status: 'ASSIGNED', source: 'webhook', eventId: 'evt_early' });
     provider.gates.createDelivery.open();

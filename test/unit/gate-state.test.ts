@@ -154,4 +154,35 @@ describe('GateState', () => {
     expect(g.request(req(1, { unclear: true }), 20)).toBeUndefined(); // the same request again (its local activity retried)
     expect(g.take(20)).toEqual([]);
   });
+  it('creates right after a quote asked with `create` that is within the maximum price, and answers both at once', () => {
+    const g = GateState.empty({ ...config, limits: { creations: { limit: 1, windowMs: 1_000 }, quotes: { limit: 3, windowMs: 1_000 } } });
+    const max = { amount: 1_000, currency: 'EUR' };
+    g.request(req(1, { family: 'creations', requestedAt: 5 }), 0); // asked for its creation later than the next two first asked
+    g.request(req(2, { family: 'quotes', fingerprint: 'f2', requestedAt: 1, create: { maxPrice: max } }), 0);
+    g.request(req(3, { family: 'quotes', fingerprint: 'f3', requestedAt: 2, create: { maxPrice: { amount: 500, currency: 'EUR' } } }), 0);
+    const calls = g.take(0);
+    expect(calls.map((c) => [c.req.from, c.req.family])).toEqual([['wf-1', 'creations'], ['wf-2', 'quotes'], ['wf-3', 'quotes']]);
+    const answered = (c: Call) => ({ kind: 'answered' as const, quote: quote(10_000), answer: { n: c.req.n, quote: quote(10_000), shared: false } });
+    expect(g.done(calls[1]!, answered(calls[1]!), 10)).toEqual([]); // 9.90 EUR ≤ 10.00 EUR: its creation is queued, no answer yet
+    expect(g.done(calls[2]!, answered(calls[2]!), 10)).toEqual([{ to: 'wf-3', answer: { n: 1, quote: quote(10_000), shared: false } }]); // over 5.00 EUR: the order decides
+    g.done(calls[0]!, ok(calls[0]!), 20);
+    const [creation] = g.take(1_030);
+    expect([creation!.req.from, creation!.req.family, creation!.req.quote]).toEqual(['wf-2', 'creations', quote(10_000)]);
+    expect(g.withdraw({ from: 'wf-2', n: 1 })).toBeUndefined(); // its call is out: answered when it ends
+    expect(g.done(creation!, ok(creation!), 1_040)).toEqual([{ to: 'wf-2', answer: { n: 1, delivery: {} } }]);
+  });
+
+  it('creates after a shared quote too, and never after a quote whose order was withdrawn meanwhile', () => {
+    const g = GateState.empty(config);
+    const q = (n: number) => req(n, { family: 'quotes', fingerprint: 'f1', create: {} });
+    g.request(q(1), 0);
+    g.request(q(2), 0);
+    const [call] = g.take(0);
+    g.withdraw({ from: 'wf-1', n: 1 });
+    const answers = g.done(call!, { kind: 'answered', quote: quote(10_000), answer: { n: 1, quote: quote(10_000), shared: false } }, 10);
+    expect(answers).toEqual([{ to: 'wf-1', answer: { n: 1, quote: quote(10_000), shared: false } }]); // no creation for the cancelled order
+    expect(g.take(10).map((c) => [c.req.from, c.req.family])).toEqual([['wf-2', 'creations']]); // its twin's creation
+    expect(g.request(q(3), 20)).toBeUndefined(); // a later twin: created from the shared quote
+    expect(g.take(20).map((c) => c.req.from)).toEqual(['wf-3']);
+  });
 });
