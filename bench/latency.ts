@@ -14,7 +14,7 @@ import { DeliveryClient } from '../client/delivery-client';
 import { PROVIDER_RATE_LIMITS, type CallFamily, type RateLimit } from '../provider/limits';
 import { createSimulator } from '../simulator/server';
 import { deliveryRequest, destination } from '../test/fixtures/orders';
-import type { DeliveryOrder } from '../workflows/messages';
+import type { DeliveryOrder } from '../contract/delivery-types';
 import { startBenchCluster } from './bench-cluster';
 import { startBenchServer } from './bench-server';
 import { round } from './limits-figures';

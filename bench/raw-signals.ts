@@ -17,8 +17,9 @@
  */
 import { createInterface } from 'node:readline';
 import { Client, Connection, type ConnectionOptions } from '@temporalio/client';
-import { temporalSettingsFromEnv } from '../client/temporal-config';
-import { statusChangedSignal, type StatusChange } from '../workflows/messages';
+import { temporalSettingsFromEnv } from '../temporal/connection';
+import { statusChangedSignal } from '../contract/delivery-messages';
+import { type StatusChange } from '../contract/delivery-types';
 import { openLoop, pool, serial, summarize, type Latencies } from './webhook-load';
 
 export interface RawTarget {

@@ -37,13 +37,14 @@ import { appendFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client, Connection, ServiceError, type WorkflowHandle } from '@temporalio/client';
 import { DeliveryClient } from '../client/delivery-client';
-import { dataConverterFromEnv, generatePayloadKey } from '../client/payload-codec';
+import { dataConverterFromEnv, generatePayloadKey } from '../temporal/payload-codec';
 import type { CallFamily, RateLimit } from '../provider/limits';
 import type { DevServer } from '../scripts/temporal-dev-server';
 import { createSimulator, type Simulator } from '../simulator/server';
 import { deliveryRequest, destination } from '../test/fixtures/orders';
-import { statusChangedSignal, statusQuery, type DeliveryOrder, type DeliveryState, type DeliveryWorkflowInput, type FollowUpSettings, type StatusChange } from '../workflows/messages';
-import { deliveryWorkflowId } from '../workflows/task-queues';
+import { statusChangedSignal, statusQuery } from '../contract/delivery-messages';
+import { type DeliveryOrder, type DeliveryState, type DeliveryWorkflowInput, type FollowUpSettings, type StatusChange } from '../contract/delivery-types';
+import { deliveryWorkflowId } from '../contract/workflow-ids';
 import { startBenchServer } from './bench-server';
 import { processCpuSeconds, sleep } from './webhook-load';
 

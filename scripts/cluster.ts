@@ -14,7 +14,7 @@
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { generatePayloadKey, LOCAL_STACK_KEYS_FILE } from '../client/payload-codec';
+import { generatePayloadKey, LOCAL_STACK_KEYS_FILE } from '../temporal/payload-codec';
 import { generateWebhookSecret } from '../provider/webhook-signature';
 import { LoadBalancer, findNginx } from './cluster/load-balancer';
 import { TemporalCluster, assertPortsFree, clusterPortList, defaultClusterPorts } from './cluster/temporal-cluster';
@@ -123,7 +123,7 @@ async function main(): Promise<void> {
     ...BRIDGE_PORTS.map((port, i) =>
       services.run(`bridge-${i + 1}`, 'bridge/main.ts', { ...temporalEnv, DELIVERY_API_URL: SIMULATOR_URL, DELIVERY_WEBHOOK_SECRETS: webhookSecret, BRIDGE_PORT: String(port), BRIDGE_ADMIN_PORT: String(BRIDGE_ADMIN_PORTS[i]) }, /^bridge: listening/),
     ),
-    services.run('codec', 'client/codec-server.ts', { DELIVERY_PAYLOAD_KEYS: payloadKeys, CODEC_ALLOWED_ORIGIN: cluster.uiUrl }, /^codec: listening/),
+    services.run('codec', 'temporal/codec-server.ts', { DELIVERY_PAYLOAD_KEYS: payloadKeys, CODEC_ALLOWED_ORIGIN: cluster.uiUrl }, /^codec: listening/),
   ]);
   lb = new LoadBalancer({ nginx, dir: join(dataDir, 'cluster', 'nginx'), listenPort: LB_PORT, bridgePorts: BRIDGE_PORTS, output: (l) => process.stdout.write(`[nginx] ${l}\n`) });
   await lb.start();

@@ -11,7 +11,7 @@
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { generatePayloadKey, LOCAL_STACK_KEYS_FILE } from '../client/payload-codec';
+import { generatePayloadKey, LOCAL_STACK_KEYS_FILE } from '../temporal/payload-codec';
 import { parseEnv } from '../provider/validation';
 import { generateWebhookSecret, secretFingerprint, WebhookSecretSchema } from '../provider/webhook-signature';
 import { z } from 'zod';
@@ -107,7 +107,7 @@ async function main(): Promise<void> {
   await Promise.all([
     services.run('worker', 'worker/main.ts', { ...temporalEnv, DELIVERY_API_URL: SIMULATOR_URL }, /^worker: task queue/),
     services.run('bridge', 'bridge/main.ts', { ...temporalEnv, DELIVERY_API_URL: SIMULATOR_URL, DELIVERY_WEBHOOK_SECRETS: webhook.secrets.join(',') }, /^bridge: listening/),
-    services.run('codec', 'client/codec-server.ts', { DELIVERY_PAYLOAD_KEYS: payloadKeys, CODEC_ALLOWED_ORIGIN: devServer.uiUrl }, /^codec: listening/),
+    services.run('codec', 'temporal/codec-server.ts', { DELIVERY_PAYLOAD_KEYS: payloadKeys, CODEC_ALLOWED_ORIGIN: devServer.uiUrl }, /^codec: listening/),
   ]);
 
   log('');

@@ -9,14 +9,14 @@
  * Temporal's rate limit of (limit - 1) / window. The other calls always use the task-queue limit.
  */
 import type { DataConverter } from '@temporalio/common';
-import { FAILURE_CONVERTER_PATH } from '../client/payload-codec';
+import { FAILURE_CONVERTER_PATH } from '../temporal/payload-codec';
 import { bundleWorkflowCode, Worker, type NativeConnection, type WorkflowBundle, type WorkflowBundleOption } from '@temporalio/worker';
 import type { Client } from '@temporalio/client';
 import { createGateActivities, startGate } from '../activities/gate-activities';
 import type { ProviderActivities } from '../activities/provider-activities';
 import { createStartCheckActivities } from '../activities/start-checks';
 import type { CallFamily } from '../provider/limits';
-import { gateTaskQueue, providerTaskQueues } from '../workflows/task-queues';
+import { gateTaskQueue, providerTaskQueues } from '../contract/task-queues';
 import { DEFAULT_PACING, taskQueueRatePerSecond, type PacingSettings } from './pacing-config';
 
 export interface DeliveryWorkerOptions {
@@ -42,7 +42,7 @@ export interface DeliveryWorkerOptions {
    * pacing gate, which every order passes through, should not wait long.
    */
   stickyQueueTimeoutMs?: number;
-  /** Payload encryption (client/payload-codec.ts); the same codec as every client's. */
+  /** Payload encryption (temporal/payload-codec.ts); the same codec as every client's. */
   dataConverter?: DataConverter;
 }
 
@@ -87,7 +87,7 @@ export async function createDeliveryWorkers(o: DeliveryWorkerOptions): Promise<D
     maxConcurrentWorkflowTaskExecutions: o.maxConcurrentWorkflowTasks ?? DEFAULT_MAX_CONCURRENT_WORKFLOW_TASKS,
     stickyQueueScheduleToStartTimeout: o.stickyQueueTimeoutMs ?? DEFAULT_STICKY_QUEUE_TIMEOUT_MS,
   });
-  // The pacing gate, on its own queue (workflows/task-queues.ts says why).
+  // The pacing gate, on its own queue (contract/task-queues.ts says why).
   const gateWorker = await Worker.create({
     ...base,
     taskQueue: gateTaskQueue(o.taskQueue),

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { DeliveryClient } from '../../client/delivery-client';
-import { dataConverterFromEnv, generatePayloadKey } from '../../client/payload-codec';
+import { dataConverterFromEnv, generatePayloadKey } from '../../temporal/payload-codec';
 import { generateWebhookSecret } from '../../provider/webhook-signature';
 import { findNginx, LoadBalancer } from '../../scripts/cluster/load-balancer';
 import { freeClusterPorts, TemporalCluster } from '../../scripts/cluster/temporal-cluster';

@@ -8,7 +8,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { dataConverterFromEnv, generatePayloadKey } from '../../client/payload-codec';
+import { dataConverterFromEnv, generatePayloadKey } from '../../temporal/payload-codec';
 import { generateWebhookSecret } from '../../provider/webhook-signature';
 import { freePort, stopProcess } from '../../scripts/temporal-dev-server';
 import type { DeliveryRecord, OrderRecord } from '../../provider/schemas';

@@ -7,7 +7,7 @@
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { generatePayloadKey } from '../../client/payload-codec';
+import { generatePayloadKey } from '../../temporal/payload-codec';
 import { generateWebhookSecret } from '../../provider/webhook-signature';
 import { freePort } from '../../scripts/temporal-dev-server';
 import { deliveryRequest } from '../fixtures/orders';
