@@ -25,7 +25,7 @@ export type BenchmarkOutput = Record<string, number | string> | { figures: Recor
 
 const BENCHMARKS: Record<string, { describe: string; run: () => Promise<BenchmarkOutput> }> = {
   simulator: { describe: 'throughput of the provider simulator (so other benchmarks know it is not their bottleneck)', run: simulatorBenchmark },
-  limits: { describe: 'dispatch at the provider limits: window limiter vs task-queue limit vs a naive client; crash and outage runs (starts its own Temporal dev server)', run: limitsBenchmark },
+  limits: { describe: 'dispatch at the provider limits: pacing gate vs task-queue limit vs a naive client, and a backlog with poison orders (starts its own Temporal dev server)', run: limitsBenchmark },
   latency: { describe: 'end-to-end delivery latency (create → CREATED seen by status), p50/p99, on the dev server and on the Temporal cluster of `npm run cluster`, in one run', run: latencyBenchmark },
   scale: { describe: 'many open deliveries (10,000 × 5 destinations) followed by one worker process: start rate, status latency, worker memory by cache size (starts its own Temporal dev server)', run: scaleBenchmark },
   'start-checks': { describe: "the delivery workflow's start check: in the worker's thread (as it runs) against the same schemas evaluated in each workflow's sandbox; no server", run: startChecksBenchmark },

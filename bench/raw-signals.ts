@@ -20,7 +20,7 @@ import { Client, Connection, type ConnectionOptions } from '@temporalio/client';
 import { temporalSettingsFromEnv } from '../temporal/connection';
 import { statusChangedSignal } from '../contract/delivery-messages';
 import { type StatusChange } from '../contract/delivery-types';
-import { openLoop, pool, serial, summarize, type Latencies } from './webhook-load';
+import { openLoop, pool, serial, summarize, type Latencies } from './measure';
 
 export interface RawTarget {
   workflowId: string;

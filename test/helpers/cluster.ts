@@ -18,7 +18,8 @@ import { freeClusterPorts, TemporalCluster } from '../../scripts/cluster/tempora
 import { ensureServerTools } from '../../scripts/cluster/tools';
 import { ensureTemporalCli } from '../../scripts/temporal-cli';
 import { freePort } from '../../scripts/temporal-dev-server';
-import { ENTRY, ProcessGroup, SimulatorControl, workflowBundleFile, type RunningProcess } from './processes';
+import { ENTRY, ProcessGroup, workflowBundleFile, type RunningProcess } from '../../scripts/processes';
+import { SimulatorControl } from './processes';
 
 export interface ClusterStackOptions {
   workers: number;
@@ -27,7 +28,7 @@ export interface ClusterStackOptions {
 }
 
 export class ClusterStack {
-  readonly group = new ProcessGroup(3_000_000);
+  readonly group = new ProcessGroup({ maxOutputChars: 3_000_000 });
   readonly workers: (RunningProcess | undefined)[] = [];
   readonly bridges: (RunningProcess | undefined)[] = [];
   env: Record<string, string> = {};

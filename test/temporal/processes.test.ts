@@ -11,7 +11,7 @@ import { generatePayloadKey } from '../../temporal/payload-codec';
 import { generateWebhookSecret } from '../../provider/webhook-signature';
 import { freePort } from '../../scripts/temporal-dev-server';
 import { deliveryRequest } from '../fixtures/orders';
-import { ENTRY, ProcessGroup, ROOT } from '../helpers/processes';
+import { ENTRY, ProcessGroup, ROOT } from '../../scripts/processes';
 import { testServerAddress } from '../helpers/temporal';
 import { writeFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -24,7 +24,8 @@ import type { WebhookAttempt, WebhookDispatch } from '../../simulator/webhooks';
 import type { DeliveryOrder, DeliveryResult } from '../../contract/delivery-types';
 import { deliveryWorkflowId } from '../../contract/workflow-ids';
 import { deliveryRequest } from '../fixtures/orders';
-import { DeliveryProcesses, removeWorkflowBundleFile, type SimDelivery } from '../helpers/processes';
+import { removeWorkflowBundleFile } from '../../scripts/processes';
+import { DeliveryProcesses, type SimDelivery } from '../helpers/processes';
 import { testServerAddress } from '../helpers/temporal';
 
 const DELIVERIES = 200;
