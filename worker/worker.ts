@@ -59,15 +59,10 @@ export interface DeliveryWorkers {
 export const DEFAULT_STICKY_QUEUE_TIMEOUT_MS = 3_000;
 
 /**
- * Delivery workflow tasks a process runs at once; the SDK's default is 40. Measured on a burst of
- * 300 orders (`npm run bench -- limits`, docs/benchmarks.md): with 40 each process took 40 first
- * tasks at a time, each held open by its local activities, and the first provider call went out
- * 4.5 s after the first start; with 10 (or 5) it went out after 0.9–3.3 s, and the backlog drained
- * in 1.02–1.04 of the least time instead of 1.05–1.07. Tasks not yet taken wait in the server's
- * queue in priority order, so food stays first. The price: with the provider's limits lifted, one
- * worker created about 6 deliveries a second instead of 19 (`npm run bench -- scale`), as each
- * task waits on the busy server; the provider's own limit is 20 creations a minute per key.
- * Deployments that create faster (limits lifted, many keys) set WORKER_MAX_CONCURRENT_WORKFLOW_TASKS=40.
+ * Delivery workflow tasks a process runs at once (the SDK's default is 40): fewer tasks held open
+ * by their local activities get a burst of orders to the provider sooner, while the rest wait in
+ * the server's queue in priority order. Deployments that create faster than the provider's own
+ * limit set 40 (docs/operations.md, "Worker settings").
  */
 export const DEFAULT_MAX_CONCURRENT_WORKFLOW_TASKS = 10;
 
