@@ -20,7 +20,7 @@ import { LoadBalancer, findNginx } from './cluster/load-balancer';
 import { TemporalCluster, assertPortsFree, clusterPortList, defaultClusterPorts } from './cluster/temporal-cluster';
 import { ensureServerTools } from './cluster/tools';
 import { ensureTemporalCli } from './temporal-cli';
-import { ProcessGroup } from './processes';
+import { stackServices } from './processes';
 
 const root = join(__dirname, '..');
 const dataDir = join(root, '.data');
@@ -43,22 +43,16 @@ function log(line: string): void {
   process.stdout.write(line.startsWith('[') ? `${line}\n` : `[cluster] ${line}\n`);
 }
 
-const services = new ProcessGroup({
-  echo: true,
-  maxOutputChars: 1_000_000,
-  onUnexpectedExit: (name, how) => {
-    log(`${name} exited (${how}); stopping the stack`);
-    void shutdown(1);
-  },
+const services = stackServices((name, how) => {
+  log(`${name} exited (${how}); stopping the stack`);
+  void shutdown(1);
 });
-/** A service of the stack: waits for its ready line as long as it takes (the worker bundles the workflows first). */
-const startService = (name: string, entry: string, env: NodeJS.ProcessEnv, ready: RegExp) => services.start({ name, entry, env, ready, startTimeoutMs: 0 });
 
 async function shutdown(code: number): Promise<void> {
   if (stopping) return;
   stopping = true;
   log('stopping...');
-  await services.stopAll();
+  await services.stop();
   await lb?.stop();
   await cluster?.stop();
   log('stopped');
@@ -112,7 +106,7 @@ async function main(): Promise<void> {
   await cluster.start();
 
   const temporalEnv = { TEMPORAL_ADDRESS: cluster.address, TEMPORAL_NAMESPACE: cluster.namespace, DELIVERY_PAYLOAD_KEYS: payloadKeys };
-  await startService(
+  await services.start(
     'simulator',
     'simulator/main.ts',
     {
@@ -125,11 +119,11 @@ async function main(): Promise<void> {
     /listening on/,
   );
   await Promise.all([
-    ...Array.from({ length: WORKERS }, (_, i) => startService(`worker-${i + 1}`, 'worker/main.ts', { ...temporalEnv, DELIVERY_API_URL: SIMULATOR_URL }, /^worker: task queue/)),
+    ...Array.from({ length: WORKERS }, (_, i) => services.start(`worker-${i + 1}`, 'worker/main.ts', { ...temporalEnv, DELIVERY_API_URL: SIMULATOR_URL }, /^worker: task queue/)),
     ...BRIDGE_PORTS.map((port, i) =>
-      startService(`bridge-${i + 1}`, 'bridge/main.ts', { ...temporalEnv, DELIVERY_API_URL: SIMULATOR_URL, DELIVERY_WEBHOOK_SECRETS: webhookSecret, BRIDGE_PORT: String(port), BRIDGE_ADMIN_PORT: String(BRIDGE_ADMIN_PORTS[i]) }, /^bridge: listening/),
+      services.start(`bridge-${i + 1}`, 'bridge/main.ts', { ...temporalEnv, DELIVERY_API_URL: SIMULATOR_URL, DELIVERY_WEBHOOK_SECRETS: webhookSecret, BRIDGE_PORT: String(port), BRIDGE_ADMIN_PORT: String(BRIDGE_ADMIN_PORTS[i]) }, /^bridge: listening/),
     ),
-    startService('codec', 'temporal/codec-server.ts', { DELIVERY_PAYLOAD_KEYS: payloadKeys, CODEC_ALLOWED_ORIGIN: cluster.uiUrl }, /^codec: listening/),
+    services.start('codec', 'temporal/codec-server.ts', { DELIVERY_PAYLOAD_KEYS: payloadKeys, CODEC_ALLOWED_ORIGIN: cluster.uiUrl }, /^codec: listening/),
   ]);
   lb = new LoadBalancer({ nginx, dir: join(dataDir, 'cluster', 'nginx'), listenPort: LB_PORT, bridgePorts: BRIDGE_PORTS, output: (l) => process.stdout.write(`[nginx] ${l}\n`) });
   await lb.start();

@@ -215,3 +215,16 @@ export async function removeWorkflowBundleFile(): Promise<void> {
   if (bundleFile) rmSync(await bundleFile, { force: true });
   bundleFile = undefined;
 }
+
+/**
+ * The services of a local stack (`npm start`, `npm run cluster`): every line on the console, a
+ * service that exits early reported (the stack then stops), and no limit on how long a service
+ * takes to be ready (a worker bundles its workflows first).
+ */
+export function stackServices(onUnexpectedExit: (name: string, how: string) => void) {
+  const group = new ProcessGroup({ echo: true, maxOutputChars: 1_000_000, onUnexpectedExit });
+  return {
+    start: (name: string, entry: string, env: NodeJS.ProcessEnv, ready: RegExp) => group.start({ name, entry, env, ready, startTimeoutMs: 0 }),
+    stop: () => group.stopAll(),
+  };
+}

@@ -16,7 +16,7 @@ import { parseEnv } from '../provider/validation';
 import { generateWebhookSecret, secretFingerprint, WebhookSecretSchema } from '../provider/webhook-signature';
 import { z } from 'zod';
 import { ensureTemporalCli } from './temporal-cli';
-import { ProcessGroup } from './processes';
+import { stackServices } from './processes';
 import { startDevServer, type DevServer } from './temporal-dev-server';
 
 const root = join(__dirname, '..');
@@ -35,22 +35,16 @@ function log(line: string): void {
   process.stdout.write(`[start] ${line}\n`);
 }
 
-const services = new ProcessGroup({
-  echo: true,
-  maxOutputChars: 1_000_000,
-  onUnexpectedExit: (name, how) => {
-    log(`${name} exited (${how}); stopping the stack`);
-    void shutdown(1);
-  },
+const services = stackServices((name, how) => {
+  log(`${name} exited (${how}); stopping the stack`);
+  void shutdown(1);
 });
-/** A service of the stack: waits for its ready line as long as it takes (the worker bundles the workflows first). */
-const startService = (name: string, entry: string, env: NodeJS.ProcessEnv, ready: RegExp) => services.start({ name, entry, env, ready, startTimeoutMs: 0 });
 
 async function shutdown(code: number): Promise<void> {
   if (stopping) return;
   stopping = true;
   log('stopping...');
-  await services.stopAll();
+  await services.stop();
   await devServer?.stop();
   log('stopped');
   process.exit(code);
@@ -98,7 +92,7 @@ async function main(): Promise<void> {
   const webhookSecret = webhook.secrets[0]!;
   const temporalEnv = { TEMPORAL_ADDRESS: devServer.address, TEMPORAL_NAMESPACE: devServer.namespace, DELIVERY_PAYLOAD_KEYS: payloadKeys };
 
-  await startService(
+  await services.start(
     'simulator',
     'simulator/main.ts',
     {
@@ -111,9 +105,9 @@ async function main(): Promise<void> {
     /listening on/,
   );
   await Promise.all([
-    startService('worker', 'worker/main.ts', { ...temporalEnv, DELIVERY_API_URL: SIMULATOR_URL }, /^worker: task queue/),
-    startService('bridge', 'bridge/main.ts', { ...temporalEnv, DELIVERY_API_URL: SIMULATOR_URL, DELIVERY_WEBHOOK_SECRETS: webhook.secrets.join(',') }, /^bridge: listening/),
-    startService('codec', 'temporal/codec-server.ts', { DELIVERY_PAYLOAD_KEYS: payloadKeys, CODEC_ALLOWED_ORIGIN: devServer.uiUrl }, /^codec: listening/),
+    services.start('worker', 'worker/main.ts', { ...temporalEnv, DELIVERY_API_URL: SIMULATOR_URL }, /^worker: task queue/),
+    services.start('bridge', 'bridge/main.ts', { ...temporalEnv, DELIVERY_API_URL: SIMULATOR_URL, DELIVERY_WEBHOOK_SECRETS: webhook.secrets.join(',') }, /^bridge: listening/),
+    services.start('codec', 'temporal/codec-server.ts', { DELIVERY_PAYLOAD_KEYS: payloadKeys, CODEC_ALLOWED_ORIGIN: devServer.uiUrl }, /^codec: listening/),
   ]);
 
   log('');
