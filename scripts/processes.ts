@@ -77,6 +77,8 @@ export interface ProcessGroupOptions {
 
 const isolatedEnv = (): NodeJS.ProcessEnv => Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^(TEMPORAL_|DELIVERY_|PROVIDER_|WORKER_|SIMULATOR_|BRIDGE_)/.test(k)));
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** What output() keeps of a process whose output goes through the group. */
+const OWN_OUTPUT_CHARS = 200_000;
 
 /** The processes of one test file, benchmark or local stack, with their output. */
 export class ProcessGroup {
@@ -122,7 +124,7 @@ export class ProcessGroup {
     if (fd !== undefined) closeSync(fd);
     // 'close' comes after the output has been read to its end.
     const exited = new Promise<Exit>((resolve) => child.once('close', (code, signal) => resolve({ code, signal })));
-    const prefix = `[${spec.name}] `;
+    let said = ''; // this process's own output (names repeat across a group's life)
     const proc: RunningProcess = {
       name: spec.name,
       child,
@@ -139,16 +141,7 @@ export class ProcessGroup {
         await stopProcess(child, graceMs);
         await exited;
       },
-      output: () =>
-        logFile
-          ? existsSync(logFile)
-            ? readFileSync(logFile, 'utf8')
-            : ''
-          : this.output
-              .split('\n')
-              .filter((l) => l.startsWith(prefix))
-              .map((l) => l.slice(prefix.length))
-              .join('\n'),
+      output: () => (logFile ? (existsSync(logFile) ? readFileSync(logFile, 'utf8') : '') : said),
       removeLog: () => logFile && rmSync(logFile, { force: true }),
     };
     this.running.add(proc);
@@ -156,23 +149,28 @@ export class ProcessGroup {
       this.running.delete(proc);
       if (!this.stopping) this.o.onUnexpectedExit?.(spec.name, String(signal ?? code));
     });
-    if (fd === undefined) this.collect(spec.name, child);
+    if (fd === undefined) this.collect(spec.name, child, (text) => (said = (said + text).slice(-OWN_OUTPUT_CHARS)));
     if (spec.ready) await this.waitReady(proc, spec.ready, spec.startTimeoutMs ?? 60_000);
     return proc;
   }
 
   /** Whole lines only, so a JSON log line or the ready line is never cut in two. */
-  private collect(name: string, child: ChildProcess): void {
+  private collect(name: string, child: ChildProcess, own: (text: string) => void): void {
     for (const stream of [child.stdout!, child.stderr!]) {
       let partial = '';
       stream.on('data', (chunk: Buffer) => {
         const text = partial + chunk.toString();
         const end = text.lastIndexOf('\n') + 1;
         partial = text.slice(end);
-        if (end > 0) this.log(name, text.slice(0, end));
+        if (end > 0) this.lines(name, text.slice(0, end), own);
       });
-      stream.on('end', () => partial && this.log(name, partial + '\n'));
+      stream.on('end', () => partial && this.lines(name, partial + '\n', own));
     }
+  }
+
+  private lines(name: string, text: string, own: (text: string) => void): void {
+    own(text);
+    this.log(name, text);
   }
 
   private async waitReady(proc: RunningProcess, ready: RegExp, timeoutMs: number): Promise<void> {
