@@ -35,7 +35,7 @@ import { deliveryWorkflowId } from '../contract/workflow-ids';
 import { providerTaskQueues } from '../contract/task-queues';
 import { limitsCharts, type BacklogSamples } from './limits-charts';
 import { backlogCounter, leastCreationTimes, leastDrainMs, median, round, windowUse } from './limits-figures';
-import type { BenchmarkOutput } from './main';
+import type { BenchmarkOutput } from './measure';
 import { ENTRY, ProcessGroup, workflowBundleFile, type RunningProcess } from '../scripts/processes';
 
 const num = (name: string, fallback: number) => (process.env[name] ? Number(process.env[name]) : fallback);

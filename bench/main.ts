@@ -10,6 +10,7 @@ import { scaleBenchmark } from './scale';
 import { simulatorBenchmark } from './simulator';
 import { startChecksBenchmark } from './start-checks';
 import { webhooksBenchmark } from './webhooks';
+import type { BenchmarkOutput } from './measure';
 
 export interface BenchmarkResult {
   name: string;
@@ -20,8 +21,6 @@ export interface BenchmarkResult {
   finishedAt: string;
 }
 
-/** What a benchmark returns: its figures, or its figures and SVG charts drawn from its samples (bench/charts.ts). */
-export type BenchmarkOutput = Record<string, number | string> | { figures: Record<string, number | string>; charts: Record<string, string> };
 
 const BENCHMARKS: Record<string, { describe: string; run: () => Promise<BenchmarkOutput> }> = {
   simulator: { describe: 'throughput of the provider simulator (so other benchmarks know it is not their bottleneck)', run: simulatorBenchmark },

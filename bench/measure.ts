@@ -8,6 +8,9 @@ import { readFileSync } from 'node:fs';
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** What a benchmark returns to bench/main.ts: its figures, or its figures and SVG charts drawn from its samples (bench/charts.ts). */
+export type BenchmarkOutput = Record<string, number | string> | { figures: Record<string, number | string>; charts: Record<string, string> };
+
 export interface Latencies {
   p50: number;
   p99: number;
