@@ -15,8 +15,7 @@ import { PROVIDER_RATE_LIMITS, type CallFamily, type RateLimit } from '../provid
 import { createSimulator } from '../simulator/server';
 import { deliveryRequest, destination } from '../test/fixtures/orders';
 import type { DeliveryOrder } from '../contract/delivery-types';
-import { startBenchCluster } from './bench-cluster';
-import { startBenchServer } from './bench-server';
+import { startBenchCluster, startBenchServer } from './temporal';
 import { round } from './limits-figures';
 import { ENTRY, ProcessGroup, workflowBundleFile } from '../scripts/processes';
 

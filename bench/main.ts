@@ -37,7 +37,7 @@ function isCharted(o: BenchmarkOutput): o is { figures: Record<string, number | 
 
 async function main(): Promise<void> {
   const name = process.argv[2];
-  // `npm run bench -- limits --cluster`: Temporal as the cluster of `npm run cluster` (bench/bench-cluster.ts).
+  // `npm run bench -- limits --cluster`: Temporal as the cluster of `npm run cluster` (bench/temporal.ts).
   const onCluster = process.argv.slice(3).includes('--cluster');
   if (onCluster) process.env.BENCH_TEMPORAL = 'cluster';
   if (!name || !BENCHMARKS[name]) {

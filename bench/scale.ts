@@ -45,7 +45,7 @@ import { deliveryRequest, destination } from '../test/fixtures/orders';
 import { statusChangedSignal, statusQuery } from '../contract/delivery-messages';
 import { type DeliveryOrder, type DeliveryState, type DeliveryWorkflowInput, type FollowUpSettings, type StatusChange } from '../contract/delivery-types';
 import { deliveryWorkflowId } from '../contract/workflow-ids';
-import { startBenchServer } from './bench-server';
+import { startBenchServer } from './temporal';
 import { percentile, pool, processCpuSeconds, sleep } from './measure';
 
 const num = (name: string, fallback: number) => {

@@ -33,7 +33,7 @@ import { WEBHOOK_PATH } from '../bridge/server';
 import { DeliveryClient } from '../client/delivery-client';
 import { generateWebhookSecret, signWebhook } from '../provider/webhook-signature';
 import { freePort } from '../scripts/temporal-dev-server';
-import { startBenchServer } from './bench-server';
+import { startBenchServer } from './temporal';
 import { createSimulator } from '../simulator/server';
 import { deliveryRequest } from '../test/fixtures/orders';
 import { statusQuery } from '../contract/delivery-messages';
