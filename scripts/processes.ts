@@ -10,7 +10,6 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, existsSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { bundleWorkflows } from '../worker/worker';
 import { stopProcess } from './temporal-dev-server';
 
 export const ROOT = join(__dirname, '..');
@@ -60,7 +59,7 @@ export interface RunningProcess {
   kill(signal?: NodeJS.Signals): Promise<Exit>;
   /** SIGTERM, then SIGKILL after a grace period. */
   stop(graceMs?: number): Promise<void>;
-  /** What it has said so far (with `logFile`, the file's content; else this process's lines in the group's output). */
+  /** What it has said so far: with `logFile`, the file's content; else its last 200,000 characters. */
   output(): string;
   /** Deletes its log file, if any. */
   removeLog(): void;
@@ -201,7 +200,8 @@ let bundleFile: Promise<string> | undefined;
  * worker process then starts (and restarts) in about a second instead of bundling them itself.
  */
 export function workflowBundleFile(): Promise<string> {
-  bundleFile ??= bundleWorkflows().then(({ code }) => {
+  // Loaded here, not at the top: a local stack's own process needs no worker SDK.
+  bundleFile ??= import('../worker/worker').then(({ bundleWorkflows }) => bundleWorkflows()).then(({ code }) => {
     const file = join(tmpdir(), `delivery-workflows-${process.pid}.js`);
     writeFileSync(file, code);
     return file;
