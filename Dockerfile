@@ -4,7 +4,7 @@
 #   bridge     node --import tsx bridge/main.ts
 #   simulator  node --import tsx simulator/main.ts
 # TypeScript runs through tsx, a runtime dependency: there is no build step. Settings come from
-# the environment only (see client/temporal-config.ts, provider/config.ts, bridge/config.ts and
+# the environment only (see temporal/connection.ts, provider/config.ts, bridge/config.ts and
 # simulator/config.ts); nothing secret is baked into the image.
 FROM node:20-bookworm-slim
 

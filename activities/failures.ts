@@ -6,7 +6,7 @@
  */
 import { ApplicationFailure } from '@temporalio/common';
 import { isProviderError, RateLimitedError } from '../provider/errors';
-import { PROVIDER_FAILURE_TYPES } from '../workflows/failures';
+import { PROVIDER_FAILURE_TYPES } from '../contract/failures';
 
 export function toApplicationFailure(err: unknown): unknown {
   if (!isProviderError(err)) return err;

@@ -4,9 +4,9 @@
  * gate's answers go out in one batch.
  */
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
-import { gateAnswerSignal, gateConfigureSignal, gateRequestSignal, gateWorkflowId, gateWithdrawSignal, type GateConfig, type GateRequest, type PacingSettings } from '../workflows/gate-messages';
-import type { Addressed } from '../workflows/gate-state';
-import { gateTaskQueue } from '../workflows/task-queues';
+import { gateAnswerSignal, gateConfigureSignal, gateRequestSignal, gateWithdrawSignal, type Addressed, type GateConfig, type GateRequest, type PacingSettings } from '../contract/gate-messages';
+import { gateWorkflowId } from '../contract/workflow-ids';
+import { gateTaskQueue } from '../contract/task-queues';
 
 export function gateConfig(s: PacingSettings): GateConfig {
   return { limits: { creations: s.limits.creations, quotes: s.limits.quotes }, marginMs: s.marginMs, callTimeoutMs: s.callTimeoutMs, leadMs: s.leadMs, quoteMinRemainingMs: s.quoteMinRemainingMs };

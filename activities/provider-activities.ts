@@ -6,7 +6,7 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { ProviderClient } from '../provider/client';
 import type { CreateDeliveryRequest, DeliveryRecord, Quote, UpdateDeliveryRequest } from '../provider/schemas';
-import { SLOT_MISSED } from '../workflows/gate-messages';
+import { SLOT_MISSED } from '../contract/gate-messages';
 import { withProviderFailures } from './failures';
 
 export interface CreateDeliveryInput {

@@ -1,6 +1,6 @@
 /**
  * The delivery workflow's start check, run as a local activity in the workflow's first task:
- * the input checked with the contract's zod schemas (workflows/contract.ts) and the clock rules
+ * the input checked with the contract's zod schemas (contract/schemas.ts) and the clock rules
  * (provider/rules.ts), whoever started the workflow (the client library, the Temporal CLI, any
  * SDK). It runs in the worker's own thread, where zod is loaded once, not in every workflow's
  * sandbox (27 ms and 1 MiB per instance, on every replay too); its answer is recorded in the
@@ -9,7 +9,7 @@
 import { pickupTimeIssues } from '../provider/rules';
 import type { FieldIssue } from '../provider/schemas';
 import { fieldIssues } from '../provider/validation';
-import { DeliveryWorkflowInputSchema } from '../workflows/contract';
+import { DeliveryWorkflowInputSchema } from '../contract/schemas';
 
 export interface StartCheckActivities {
   /** Every contract issue of a delivery workflow's input, `[]` when it is valid. Never throws for bad input. */

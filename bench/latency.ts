@@ -14,11 +14,10 @@ import { DeliveryClient } from '../client/delivery-client';
 import { PROVIDER_RATE_LIMITS, type CallFamily, type RateLimit } from '../provider/limits';
 import { createSimulator } from '../simulator/server';
 import { deliveryRequest, destination } from '../test/fixtures/orders';
-import type { DeliveryOrder } from '../workflows/messages';
-import { startBenchCluster } from './bench-cluster';
-import { startBenchServer } from './bench-server';
+import type { DeliveryOrder } from '../contract/delivery-types';
+import { startBenchCluster, startBenchServer } from './temporal';
 import { round } from './limits-figures';
-import { prebuiltBundle, WorkerProcess } from './worker-processes';
+import { ENTRY, ProcessGroup, workflowBundleFile } from '../scripts/processes';
 
 const num = (name: string, fallback: number) => (process.env[name] ? Number(process.env[name]) : fallback);
 const SCALE = num('LATENCY_BENCH_SCALE', 60);
@@ -58,10 +57,10 @@ async function measure(label: string, address: string, namespace: string, bundle
     PROVIDER_QUOTE_MIN_REMAINING_MS: String(Math.round(60_000 / SCALE)),
     WORKER_WORKFLOW_BUNDLE: bundle,
   };
-  const workers = [new WorkerProcess('worker-1', env), new WorkerProcess('worker-2', env)];
+  const workers = new ProcessGroup({ maxOutputChars: 200_000 });
   const connection = await Connection.connect({ address });
   try {
-    await Promise.all(workers.map((w) => w.start()));
+    await Promise.all([1, 2].map((i) => workers.start({ name: `worker-${i}`, ...ENTRY.worker, env: { LOG_LEVEL: 'WARN', ...env } })));
     const client = new DeliveryClient({ temporal: new Client({ connection, namespace }), taskQueue });
     const latencies: number[] = [];
     const runs: Promise<void>[] = [];
@@ -87,14 +86,14 @@ async function measure(label: string, address: string, namespace: string, bundle
     progress(`${label}: p50 ${round(percentile(latencies, 50), 0)} ms, p99 ${round(percentile(latencies, 99), 0)} ms over ${latencies.length} orders`);
     return latencies;
   } finally {
-    await Promise.all(workers.map((w) => w.stop()));
+    await workers.stopAll();
     await connection.close();
     await sim.close();
   }
 }
 
 export async function latencyBenchmark(): Promise<Record<string, number | string>> {
-  const bundle = await prebuiltBundle();
+  const bundle = await workflowBundleFile();
   const figures: Record<string, number | string> = { orders: ORDERS, pace_per_s: RATE, scale: SCALE, worker_processes: 2 };
   {
     const { server, watchdog } = await startBenchServer(progress, TIME_LIMIT_MS);

@@ -4,21 +4,17 @@
  * simulator with its time scale shrinking the windows (strict rolling windows, per key), delivery
  * workers as real processes (LIMITS_BENCH_WORKERS: 2 on the dev server, 4 on the cluster).
  *
- * Phases (LIMITS_BENCH_PHASES=gate,task-queue,naive,crash,outage,poison; all by default), each with
+ * Phases (LIMITS_BENCH_PHASES=gate,task-queue,naive,poison; all by default), each with
  * its own simulator, key and task queue:
  *  - gate:       a backlog of ORDERS started at once, through the pacing gate (the default);
  *  - task-queue: the same backlog through Temporal's task-queue rate limit alone, set on the
  *                server with `temporal task-queue config set --queue-rps-limit`;
  *  - naive:      the same orders sent straight to the API client, retry-on-429 with exponential
  *                backoff, no Temporal;
- *  - crash:      CRASH_ORDERS orders while worker processes are SIGKILLed (at random moments,
- *                right after the provider created a delivery but before it answered, and right
- *                after it answered), the provider ignoring Idempotency-Key; then every delivery
- *                runs to its end and is compared with the provider's record;
- *  - outage:     OUTAGE_ORDERS orders with two (provider) minutes of 503s in the middle;
  *  - poison:     POISON_ORDERS orders started at once, 5 of them poison (two Unicode references,
  *                one with a newline, one the provider answers 500 forever, one it answers 422):
  *                the others' drain against their own least time, and how each poison order ends.
+ * Crashes and outages are correctness properties, asserted by test/temporal/gate-survival.test.ts.
  */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
@@ -27,32 +23,28 @@ import { DeliveryClient } from '../client/delivery-client';
 import { ProviderClient } from '../provider/client';
 import { RateLimitedError, ProviderUnavailableError } from '../provider/errors';
 import { PROVIDER_RATE_LIMITS, QUOTE_VALIDITY_MS, type CallFamily, type RateLimit } from '../provider/limits';
-import { startBenchCluster } from './bench-cluster';
-import { startBenchServer } from './bench-server';
+import { startBenchCluster, startBenchServer } from './temporal';
 import { keyFingerprint } from '../simulator/auth';
 import { createSimulator, type Simulator, type SimulatorOptions } from '../simulator/server';
 import { deliveryRequest, destination } from '../test/fixtures/orders';
 import { taskQueueRatePerSecond } from '../worker/pacing-config';
-import type { DeliveryOrder, DeliveryState } from '../workflows/messages';
+import type { DeliveryOrder, DeliveryState } from '../contract/delivery-types';
 import { quoteFingerprint } from '../workflows/quote-fingerprint';
-import { deliveryWorkflowId, providerTaskQueues } from '../workflows/task-queues';
+import { deliveryWorkflowId } from '../contract/workflow-ids';
+import { providerTaskQueues } from '../contract/task-queues';
 import { limitsCharts, type BacklogSamples } from './limits-charts';
 import { backlogCounter, leastCreationTimes, leastDrainMs, median, round, windowUse } from './limits-figures';
-import type { BenchmarkOutput } from './main';
-import { prebuiltBundle, WorkerProcess } from './worker-processes';
+import type { BenchmarkOutput } from './measure';
+import { ENTRY, ProcessGroup, workflowBundleFile, type RunningProcess } from '../scripts/processes';
 
 const num = (name: string, fallback: number) => (process.env[name] ? Number(process.env[name]) : fallback);
 const SCALE = num('LIMITS_BENCH_SCALE', 10);
 const ORDERS = num('LIMITS_BENCH_ORDERS', 300);
-const CRASH_ORDERS = num('LIMITS_BENCH_CRASH_ORDERS', 200);
-const MIN_KILLS = num('LIMITS_BENCH_KILLS', 50);
-const OUTAGE_ORDERS = num('LIMITS_BENCH_OUTAGE_ORDERS', 100);
-const OUTAGE_PROVIDER_MS = 2 * 60_000;
 const FOOD_EVERY = 4; // a quarter of the orders carry food
 const TWIN_EVERY = 10; // every tenth order repeats the previous one's inputs (a re-submitted order)
 const TIME_LIMIT_MS = num('LIMITS_BENCH_TIME_LIMIT_MIN', 40) * 60_000;
 const POISON_ORDERS = num('LIMITS_BENCH_POISON_ORDERS', 200);
-const PHASES = (process.env.LIMITS_BENCH_PHASES ?? 'gate,task-queue,naive,crash,outage,poison').split(',');
+const PHASES = (process.env.LIMITS_BENCH_PHASES ?? 'gate,task-queue,naive,poison').split(',');
 /** `npm run bench -- limits --cluster`: on the Temporal cluster of `npm run cluster` instead of a dev server (read when the run starts). */
 const onCluster = () => process.env.BENCH_TEMPORAL === 'cluster' || process.argv.slice(3).includes('--cluster');
 const workerCount = () => num('LIMITS_BENCH_WORKERS', onCluster() ? 4 : 2);
@@ -121,10 +113,9 @@ function workerEnv(ctx: Context, o: { taskQueue: string; url: string; key: strin
   };
 }
 
-async function startWorkers(ctx: Context, env: Record<string, string>, count = workerCount()): Promise<WorkerProcess[]> {
-  const workers = Array.from({ length: count }, (_, i) => new WorkerProcess(`worker-${i + 1}`, env));
-  await Promise.all(workers.map((w) => w.start()));
-  return workers;
+const processes = new ProcessGroup({ maxOutputChars: 200_000 });
+async function startWorkers(ctx: Context, env: Record<string, string>, count = workerCount()): Promise<RunningProcess[]> {
+  return Promise.all(Array.from({ length: count }, (_, i) => processes.start({ name: `worker-${i + 1}`, ...ENTRY.worker, env: { LOG_LEVEL: 'WARN', ...env } })));
 }
 
 async function startAll(client: DeliveryClient, orders: Order[], quietMs: number): Promise<Map<string, number>> {
@@ -343,149 +334,6 @@ async function naivePhase(): Promise<BacklogFigures> {
 }
 
 /**
- * SIGKILLs worker processes while orders are being created: a third of the kills at random
- * moments, a third as soon as the provider has created a delivery (its answer is held back by
- * the injected latency), a third as soon as an answer went out (before the activity completes).
- */
-async function crashPhase(ctx: Context): Promise<Record<string, number | string>> {
-  const key = 'bench-crash';
-  const taskQueue = 'limits-crash';
-  const latencyMs = 150;
-  // Each step of a delivery takes 20 provider seconds; the provider ignores Idempotency-Key.
-  const { sim, url } = await newSimulator({ apiKeys: [key], autoAdvanceMs: 20_000, faults: { ignore_idempotency_keys: true, latency_ms: latencyMs } });
-  const workers = await startWorkers(ctx, workerEnv(ctx, { taskQueue, url, key, pacing: 'gate', callTimeoutMs: 3_000 }));
-  const client = new DeliveryClient({ temporal: ctx.temporal, taskQueue });
-  const orders = makeOrders(`crash-${Date.now().toString(36)}`, CRASH_ORDERS).map((o, i) => ({ ...o, order: { ...o.order, pickup_location: { ...o.order.pickup_location, comment: `crash ${i}` } } }));
-  const references = orders.map((o) => o.reference);
-  const kills = { random: 0, created_unanswered: 0, answered: 0 };
-  let creationDone = false;
-  const killer = (async () => {
-    const kinds = ['random', 'created_unanswered', 'answered'] as const;
-    let seenDeliveries = 0;
-    let seenLog = sim.requestLog().length;
-    for (let n = 0; !creationDone || kills.random + kills.created_unanswered + kills.answered < MIN_KILLS; n++) {
-      // Once every order is created, only random moments are left to choose from.
-      const kind = creationDone ? 'random' : kinds[n % 3]!;
-      const until = Date.now() + 20_000;
-      if (kind === 'random') await sleep(300 + Math.random() * 1_500);
-      else {
-        // Watch for the moment: a new delivery in the store (answer still held back), or a new answer in the log.
-        for (;;) {
-          await sleep(5);
-          const d = sim.deliveries().length;
-          const l = sim.requestLog().length;
-          const hit = kind === 'created_unanswered' ? d > seenDeliveries : sim.requestLog(seenLog).some((e) => e.method === 'POST' && e.path === '/v1/deliveries');
-          seenDeliveries = d;
-          seenLog = l;
-          if (hit || Date.now() > until) break;
-        }
-        if (Date.now() > until) continue; // no creation in flight (between windows, or all done)
-      }
-      const alive = workers.filter((w) => w.running);
-      if (alive.length === 0) continue;
-      const victim = alive[Math.floor(Math.random() * alive.length)]!;
-      victim.kill();
-      kills[kind]++;
-      void victim.start().catch((err: Error) => progress(`restart failed: ${err.message}`));
-      await sleep(1_000); // a kill at least every second or so: 50+ over the run, not a storm
-    }
-  })();
-  try {
-    await startAll(client, orders, Math.round(50_000 / SCALE));
-    const least = leastDrainMs(orders, LIMITS.quotes, LIMITS.creations);
-    await waitCreated(sim, references, Date.now() + 4 * least + 120_000, 'crash');
-    creationDone = true;
-    await killer;
-    progress(`crash: ${kills.random + kills.created_unanswered + kills.answered} kills (${JSON.stringify(kills)}); waiting for every delivery to end`);
-    // Every workflow ends by reconciling with the provider, which runs each delivery to its end.
-    const results = new Map<string, DeliveryState>();
-    const deadline = Date.now() + 5 * 60_000;
-    for (const r of references) {
-      const handle = ctx.temporal.workflow.getHandle(deliveryWorkflowId(r));
-      const result = await Promise.race([handle.result() as Promise<DeliveryState>, sleep(Math.max(0, deadline - Date.now())).then(() => undefined)]);
-      if (result) results.set(r, result);
-    }
-    const byReference = new Map<string, ReturnType<Simulator['deliveries']>>();
-    for (const d of sim.deliveries()) byReference.set(d.delivery.reference_number ?? '', [...(byReference.get(d.delivery.reference_number ?? '') ?? []), d]);
-    const duplicates = [...byReference.values()].filter((ds) => ds.length > 1).length;
-    const orphans = sim.deliveries().filter((d) => results.get(d.delivery.reference_number ?? '')?.deliveryId !== d.delivery.id).length;
-    const wrong = references.filter((r) => {
-      const mine = results.get(r);
-      const truth = byReference.get(r)?.[0]?.delivery;
-      if (!mine || !truth) return true;
-      return mine.status !== truth.status || truth.destinations.some((d) => mine.destinations.find((x) => x.id === d.id)?.status !== d.status);
-    }).length;
-    // A creation attempted again after an unclear outcome looks the delivery up by reference first.
-    const lookedUp = sim.requestLog().filter((e) => e.method === 'GET' && e.path === '/v1/deliveries' && e.query.includes('reference_number='));
-    const retried = new Set(lookedUp.map((e) => new URLSearchParams(e.query).get('reference_number'))).size;
-    const figures = {
-      crash_orders: orders.length,
-      crash_kills: kills.random + kills.created_unanswered + kills.answered,
-      crash_kills_by_moment: JSON.stringify(kills),
-      crash_orders_with_a_retried_creation: retried,
-      crash_duplicates: duplicates,
-      crash_orphans: orphans,
-      crash_wrong_final_states: wrong,
-      crash_workflows_ended: results.size,
-    };
-    progress(`crash: ${JSON.stringify(figures)}`);
-    return figures;
-  } finally {
-    creationDone = true;
-    await Promise.all(workers.map((w) => w.stop()));
-    await terminateAll(ctx.temporal, references);
-    await sim.close();
-  }
-}
-
-/** Two provider minutes of 503s while a backlog drains: calls made meanwhile, and the time to drain afterwards. */
-async function outagePhase(ctx: Context): Promise<Record<string, number | string>> {
-  const key = 'bench-outage';
-  const taskQueue = 'limits-outage';
-  const { sim, url } = await newSimulator({ apiKeys: [key] });
-  const workers = await startWorkers(ctx, workerEnv(ctx, { taskQueue, url, key, pacing: 'gate' }));
-  const client = new DeliveryClient({ temporal: ctx.temporal, taskQueue });
-  const orders = makeOrders(`outage-${Date.now().toString(36)}`, OUTAGE_ORDERS);
-  const references = orders.map((o) => o.reference);
-  try {
-    await startAll(client, orders, 24 * 3_600_000);
-    await waitCreated(sim, references.slice(0, 1), Date.now() + 60_000, 'outage (first creation)');
-    const outageStart = Date.now();
-    sim.setFaults({ error_rate: 1 });
-    progress(`outage: 503 for everything for ${OUTAGE_PROVIDER_MS / SCALE / 1000} s`);
-    await sleep(OUTAGE_PROVIDER_MS / SCALE);
-    sim.setFaults({ error_rate: 0 });
-    const outageEnd = Date.now();
-    const createdBefore = sim.deliveries().filter((d) => Date.parse(d.delivery.created_at) < outageStart).length;
-    const createdAt = await waitCreated(sim, references, Date.now() + 10 * 60_000, 'outage');
-    const during = sim.requestLog().filter((e) => Date.parse(e.time) >= outageStart && Date.parse(e.time) < outageEnd);
-    const lastCreation = Math.max(...createdAt.values());
-    // For scale: the least time the remaining orders need from fresh windows.
-    const remaining = orders.filter((o) => !createdAt.has(o.reference) || createdAt.get(o.reference)! >= outageEnd);
-    const figures = {
-      outage_orders: orders.length,
-      outage_seconds: OUTAGE_PROVIDER_MS / SCALE / 1000,
-      outage_created_before: createdBefore,
-      outage_calls_during: during.length,
-      outage_calls_during_by_path: JSON.stringify(countBy(during.map((e) => e.path))),
-      // When in the outage they came: calls granted before it began go out in its first seconds.
-      outage_calls_during_by_second: JSON.stringify(countBy(during.map((e) => String(Math.floor((Date.parse(e.time) - outageStart) / 1000))))),
-      // How long each family waited after the provider was back: its outage pause (probes back off) had to end.
-      outage_first_call_after_s_by_path: JSON.stringify(firstCallAfter(sim, outageEnd)),
-      outage_drain_after_s: round((lastCreation - outageEnd) / 1000, 1),
-      outage_least_drain_after_s: round(leastDrainMs(remaining, LIMITS.quotes, LIMITS.creations) / 1000, 1),
-      outage_created: createdAt.size,
-    };
-    progress(`outage: ${JSON.stringify(figures)}`);
-    return figures;
-  } finally {
-    await Promise.all(workers.map((w) => w.stop()));
-    await terminateAll(ctx.temporal, references);
-    await sim.close();
-  }
-}
-
-/**
  * POISON_ORDERS orders at once, five of them poison, started first: two Unicode references, one
  * with a newline (must be refused before anything starts), one the provider answers 500 forever,
  * one it answers 422. The others must drain within their own least time; each poison order must
@@ -550,26 +398,10 @@ async function poisonPhase(ctx: Context): Promise<Record<string, number | string
   }
 }
 
-/** Per path, seconds from `since` to the first call the simulator received. */
-function firstCallAfter(sim: Simulator, since: number): Record<string, number> {
-  const out: Record<string, number> = {};
-  for (const e of sim.requestLog()) {
-    const t = Date.parse(e.time);
-    if (t >= since && !(e.path in out)) out[e.path] = round((t - since) / 1000, 1);
-  }
-  return out;
-}
-
-function countBy(xs: string[]): Record<string, number> {
-  const out: Record<string, number> = {};
-  for (const x of xs) out[x] = (out[x] ?? 0) + 1;
-  return out;
-}
-
 export async function limitsBenchmark(): Promise<BenchmarkOutput> {
   const { cli, server } = onCluster() ? await startBenchCluster(progress, TIME_LIMIT_MS) : await startBenchServer(progress, TIME_LIMIT_MS);
   const connection = await Connection.connect({ address: server.address });
-  const ctx: Context = { server, cli, temporal: new Client({ connection, namespace: server.namespace }), bundle: await prebuiltBundle() };
+  const ctx: Context = { server, cli, temporal: new Client({ connection, namespace: server.namespace }), bundle: await workflowBundleFile() };
   const figures: Record<string, number | string> = {
     temporal: onCluster() ? 'cluster (PostgreSQL, frontend, 2 history, 2 matching, worker service)' : 'dev server',
     worker_processes: workerCount(),
@@ -583,8 +415,6 @@ export async function limitsBenchmark(): Promise<BenchmarkOutput> {
     if (PHASES.includes('gate')) Object.assign(figures, prefix('gate', await backlogPhase(ctx, 'gate')));
     if (PHASES.includes('task-queue')) Object.assign(figures, prefix('taskqueue', await backlogPhase(ctx, 'task-queue')));
     if (PHASES.includes('naive')) Object.assign(figures, prefix('naive', await naivePhase()));
-    if (PHASES.includes('crash')) Object.assign(figures, await crashPhase(ctx));
-    if (PHASES.includes('outage')) Object.assign(figures, await outagePhase(ctx));
     if (PHASES.includes('poison')) Object.assign(figures, await poisonPhase(ctx));
   } finally {
     await connection.close();

@@ -10,6 +10,7 @@ import { scaleBenchmark } from './scale';
 import { simulatorBenchmark } from './simulator';
 import { startChecksBenchmark } from './start-checks';
 import { webhooksBenchmark } from './webhooks';
+import type { BenchmarkOutput } from './measure';
 
 export interface BenchmarkResult {
   name: string;
@@ -20,12 +21,10 @@ export interface BenchmarkResult {
   finishedAt: string;
 }
 
-/** What a benchmark returns: its figures, or its figures and SVG charts drawn from its samples (bench/charts.ts). */
-export type BenchmarkOutput = Record<string, number | string> | { figures: Record<string, number | string>; charts: Record<string, string> };
 
 const BENCHMARKS: Record<string, { describe: string; run: () => Promise<BenchmarkOutput> }> = {
   simulator: { describe: 'throughput of the provider simulator (so other benchmarks know it is not their bottleneck)', run: simulatorBenchmark },
-  limits: { describe: 'dispatch at the provider limits: window limiter vs task-queue limit vs a naive client; crash and outage runs (starts its own Temporal dev server)', run: limitsBenchmark },
+  limits: { describe: 'dispatch at the provider limits: pacing gate vs task-queue limit vs a naive client, and a backlog with poison orders (starts its own Temporal dev server)', run: limitsBenchmark },
   latency: { describe: 'end-to-end delivery latency (create → CREATED seen by status), p50/p99, on the dev server and on the Temporal cluster of `npm run cluster`, in one run', run: latencyBenchmark },
   scale: { describe: 'many open deliveries (10,000 × 5 destinations) followed by one worker process: start rate, status latency, worker memory by cache size (starts its own Temporal dev server)', run: scaleBenchmark },
   'start-checks': { describe: "the delivery workflow's start check: in the worker's thread (as it runs) against the same schemas evaluated in each workflow's sandbox; no server", run: startChecksBenchmark },
@@ -38,7 +37,7 @@ function isCharted(o: BenchmarkOutput): o is { figures: Record<string, number | 
 
 async function main(): Promise<void> {
   const name = process.argv[2];
-  // `npm run bench -- limits --cluster`: Temporal as the cluster of `npm run cluster` (bench/bench-cluster.ts).
+  // `npm run bench -- limits --cluster`: Temporal as the cluster of `npm run cluster` (bench/temporal.ts).
   const onCluster = process.argv.slice(3).includes('--cluster');
   if (onCluster) process.env.BENCH_TEMPORAL = 'cluster';
   if (!name || !BENCHMARKS[name]) {

@@ -17,9 +17,10 @@
  */
 import { createInterface } from 'node:readline';
 import { Client, Connection, type ConnectionOptions } from '@temporalio/client';
-import { temporalSettingsFromEnv } from '../client/temporal-config';
-import { statusChangedSignal, type StatusChange } from '../workflows/messages';
-import { openLoop, pool, serial, summarize, type Latencies } from './webhook-load';
+import { temporalSettingsFromEnv } from '../temporal/connection';
+import { statusChangedSignal } from '../contract/delivery-messages';
+import { type StatusChange } from '../contract/delivery-types';
+import { openLoop, pool, serial, summarize, type Latencies } from './measure';
 
 export interface RawTarget {
   workflowId: string;

@@ -4,7 +4,7 @@
  * memory and signal → status latency over the run.
  */
 import { barChart, lineChart } from './charts';
-import { percentile } from './webhook-load';
+import { percentile } from './measure';
 
 /** Latencies (ms) of one way of signalling, e.g. 'bridge at 200/s' or 'raw signals, one at a time'. */
 export interface LatencySamples {

@@ -37,16 +37,17 @@ import { appendFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client, Connection, ServiceError, type WorkflowHandle } from '@temporalio/client';
 import { DeliveryClient } from '../client/delivery-client';
-import { dataConverterFromEnv, generatePayloadKey } from '../client/payload-codec';
+import { dataConverterFromEnv, generatePayloadKey } from '../temporal/payload-codec';
 import type { CallFamily, RateLimit } from '../provider/limits';
 import type { DevServer } from '../scripts/temporal-dev-server';
 import { createSimulator, type Simulator } from '../simulator/server';
 import { deliveryRequest, destination } from '../test/fixtures/orders';
-import { statusChangedSignal, statusQuery, type DeliveryOrder, type DeliveryState, type DeliveryWorkflowInput, type FollowUpSettings, type StatusChange } from '../workflows/messages';
-import { deliveryWorkflowId } from '../workflows/task-queues';
-import { startBenchServer } from './bench-server';
+import { statusChangedSignal, statusQuery } from '../contract/delivery-messages';
+import { type DeliveryOrder, type DeliveryState, type DeliveryWorkflowInput, type FollowUpSettings, type StatusChange } from '../contract/delivery-types';
+import { deliveryWorkflowId } from '../contract/workflow-ids';
+import { startBenchServer } from './temporal';
 import { scaleCharts, type RunSeries } from './run-charts';
-import { processCpuSeconds, sleep } from './webhook-load';
+import { percentile, pool, processCpuSeconds, sleep } from './measure';
 
 const num = (name: string, fallback: number) => {
   const v = process.env[name];
@@ -128,24 +129,6 @@ const benchStarted = Date.now();
 const benchT0 = performance.now();
 const runSeconds = (t: number) => Number(((t - benchT0) / 1000).toFixed(1));
 const progress = (line: string) => process.stderr.write(`[scale ${Math.round((Date.now() - benchStarted) / 1000)}s] ${line}\n`);
-
-function percentile(sorted: number[], p: number): number {
-  return Number(sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]!.toFixed(1));
-}
-
-async function pool<T>(items: T[], concurrency: number, one: (item: T, index: number) => Promise<void>): Promise<number> {
-  let next = 0;
-  const started = performance.now();
-  await Promise.all(
-    Array.from({ length: Math.min(concurrency, items.length) }, async () => {
-      while (next < items.length) {
-        const i = next++;
-        await one(items[i]!, i);
-      }
-    }),
-  );
-  return performance.now() - started;
-}
 
 function shuffled<T>(xs: T[]): T[] {
   const out = [...xs];
@@ -497,10 +480,10 @@ async function measureStarts(deliveries: DeliveryClient, raw: Client, references
   const timed = async (s: ReturnType<typeof side>, indexes: number[], one: (i: number) => Promise<void>) => {
     const cpu0 = process.cpuUsage();
     const server0 = cpuSecondsOf(serverPid);
-    const ms = await pool(indexes, START_CONCURRENCY, async (i) => {
+    const ms = (indexes.length / (await pool(indexes, START_CONCURRENCY, async (i) => {
       await one(i);
       s.started++;
-    });
+    }))) * 1000;
     const cpu = process.cpuUsage(cpu0);
     s.clientCpuS += (cpu.user + cpu.system) / 1e6;
     s.serverCpuS += cpuSecondsOf(serverPid) - server0;
@@ -656,11 +639,11 @@ async function statusLatency(w: WorkerProcess, sim: Simulator, probe: Client, sa
   signalled.sort((a, b) => a - b);
   const f = {
     status_samples: total.length,
-    status_p50_ms: percentile(total, 0.5),
-    status_p99_ms: percentile(total, 0.99),
+    status_p50_ms: percentile(total, 0.5, 1),
+    status_p99_ms: percentile(total, 0.99, 1),
     status_max_ms: Number(total.at(-1)!.toFixed(1)),
-    signal_call_p50_ms: percentile(signalled, 0.5),
-    signal_call_p99_ms: percentile(signalled, 0.99),
+    signal_call_p50_ms: percentile(signalled, 0.5, 1),
+    signal_call_p99_ms: percentile(signalled, 0.99, 1),
   };
   progress(`${what}: p50 ${f.status_p50_ms} ms, p99 ${f.status_p99_ms} ms, max ${f.status_max_ms} ms (the signal call alone: p50 ${f.signal_call_p50_ms}, p99 ${f.signal_call_p99_ms} ms)`);
   return f;

@@ -9,7 +9,7 @@
  * 3. `sandbox`: the alternative, validating in workflow code. The SDK's reusable V8 context gives
  *    each workflow instance fresh module instances, so zod and the schemas would be evaluated per
  *    instance (and again on every replay from the start). Measured as esbuild's bundle of
- *    workflows/contract.ts evaluated in a fresh `vm` context, then one check: CPU and heap per
+ *    contract/schemas.ts evaluated in a fresh `vm` context, then one check: CPU and heap per
  *    instance.
  *
  * No server, nothing else needed; about 30 seconds.
@@ -19,7 +19,7 @@ import vm from 'node:vm';
 import { build } from 'esbuild';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { deliveryInputIssues } from '../activities/start-checks';
-import { AesGcmPayloadCodec, generatePayloadKey, payloadCodecFromEnv } from '../client/payload-codec';
+import { AesGcmPayloadCodec, generatePayloadKey, payloadCodecFromEnv } from '../temporal/payload-codec';
 import { deliveryRequest } from '../test/fixtures/orders';
 
 const CHECKS = 5_000;
@@ -70,7 +70,7 @@ export async function startChecksBenchmark(): Promise<Record<string, number | st
   console.log(`argument round trip through the codec: ${((payloadMs / ROUND_TRIPS) * 1000).toFixed(1)} µs CPU each (${ROUND_TRIPS})`);
 
   // 3. The same schemas evaluated per workflow instance, as validation in workflow code would.
-  const bundled = await build({ entryPoints: [require.resolve('../workflows/contract')], bundle: true, format: 'iife', globalName: 'contract', platform: 'neutral', mainFields: ['module', 'main'], write: false, logLevel: 'silent' });
+  const bundled = await build({ entryPoints: [require.resolve('../contract/schemas')], bundle: true, format: 'iife', globalName: 'contract', platform: 'neutral', mainFields: ['module', 'main'], write: false, logLevel: 'silent' });
   const script = new vm.Script(bundled.outputFiles[0]!.text + '\ncontract.DeliveryWorkflowInputSchema.safeParse(JSON.parse(globalThis.__input)).success');
   const json = JSON.stringify(start);
   const contexts: vm.Context[] = []; // kept alive, as cached workflows keep theirs

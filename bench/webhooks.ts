@@ -33,16 +33,16 @@ import { WEBHOOK_PATH } from '../bridge/server';
 import { DeliveryClient } from '../client/delivery-client';
 import { generateWebhookSecret, signWebhook } from '../provider/webhook-signature';
 import { freePort } from '../scripts/temporal-dev-server';
-import { startBenchServer } from './bench-server';
+import { startBenchServer } from './temporal';
 import { createSimulator } from '../simulator/server';
 import { deliveryRequest } from '../test/fixtures/orders';
-import { statusQuery } from '../workflows/messages';
-import { deliveryWorkflowId } from '../workflows/task-queues';
+import { statusQuery } from '../contract/delivery-messages';
+import { deliveryWorkflowId } from '../contract/workflow-ids';
 import type { RawTarget } from './raw-signals';
-import { machineCpuSeconds, openLoop, percentile, pool, processCpuSeconds, serial, sleep, summarize, type Latencies } from './webhook-load';
-import { RawSignalsProcess, Service } from './webhook-processes';
+import { machineCpuSeconds, openLoop, percentile, pool, processCpuSeconds, serial, sleep, summarize, type Latencies } from './measure';
+import { ProcessGroup, workflowBundleFile } from '../scripts/processes';
+import { RawSignalsProcess } from './raw-signals-process';
 import { webhooksCharts } from './run-charts';
-import { prebuiltBundle } from './worker-processes';
 
 const overrides: string[] = [];
 function setting(name: string, fallback: number): number {
@@ -95,9 +95,9 @@ export async function webhooksBenchmark(): Promise<{ figures: Record<string, num
     const common = { TEMPORAL_ADDRESS: server.address, TEMPORAL_NAMESPACE: server.namespace, DELIVERY_API_URL: simUrl, DELIVERY_API_KEY: 'sandbox-key' };
 
     progress('bundling the workflows once, then starting the worker process...');
-    const bundle = await prebuiltBundle();
+    const bundle = await workflowBundleFile();
     cleanup.unshift(() => rmSync(bundle, { force: true }));
-    const worker = await Service.start({
+    const worker = await new ProcessGroup().start({ isolated: true, logFile: true,
       name: 'worker',
       entry: 'worker/main.ts',
       ready: /^worker: task queue/m,
@@ -130,7 +130,7 @@ export async function webhooksBenchmark(): Promise<{ figures: Record<string, num
     if (Object.keys(bridgeExtraEnv).length) overrides.push(`BRIDGE_ENV=${process.env.BENCH_WEBHOOKS_BRIDGE_ENV}`);
     const bridgeNodeArgs = (process.env.BENCH_WEBHOOKS_BRIDGE_NODE_ARGS ?? '').split(' ').filter(Boolean);
     if (bridgeNodeArgs.length) overrides.push(`BRIDGE_NODE_ARGS=${bridgeNodeArgs.join(' ')}`);
-    const bridge = await Service.start({
+    const bridge = await new ProcessGroup().start({ isolated: true, logFile: true,
       name: 'bridge',
       entry: 'bridge/main.ts',
       ready: /^bridge: listening/m,

@@ -1,8 +1,8 @@
 /** `npm run bridge`: the webhook bridge on http://127.0.0.1:8080 by default. */
 import { Client, Connection, type ConnectionOptions } from '@temporalio/client';
 import { collectDefaultMetrics } from 'prom-client';
-import { dataConverterFromEnv } from '../client/payload-codec';
-import { temporalSettingsFromEnv } from '../client/temporal-config';
+import { dataConverterFromEnv } from '../temporal/payload-codec';
+import { temporalSettingsFromEnv } from '../temporal/connection';
 import { ProviderClient } from '../provider/client';
 import { providerConfigFromEnv } from '../provider/config';
 import { secretFingerprint } from '../provider/webhook-signature';

@@ -11,7 +11,7 @@ import { isProviderError } from '../provider/errors';
 import { formatMoney } from '../provider/money';
 import { forbiddenReferenceCharacter, ReferenceNumber } from '../provider/schemas';
 import { fieldIssues } from '../provider/validation';
-import type { DeliveryState, TimelineEntry } from '../workflows/messages';
+import type { DeliveryState, TimelineEntry } from '../contract/delivery-types';
 import { DeliveryClient, DeliveryNotFoundError, DeliveryRequestRejectedError, InvalidInputError } from './delivery-client';
 
 export const EXIT = { ok: 0, error: 1, usage: 2, notFound: 3, refused: 4, unavailable: 5 } as const;

@@ -28,27 +28,16 @@ import {
   type UpdateDeliveryRequest,
 } from '../provider/schemas';
 import { describeIssues, fieldIssues } from '../provider/validation';
-import {
-  approveQuoteUpdate,
-  rejectQuoteUpdate,
-  statusQuery,
-  timelineTotal,
-  updateDeliveryUpdate,
-  type CarriedQuote,
-  type DeliveryOrder,
-  type DeliveryResult,
-  type DeliveryState,
-  type DeliveryWorkflowInput,
-  type FollowUpSettings,
-  type TimelineEntry,
-} from '../workflows/messages';
-import { DeliveryOrderSchema, DeliveryWorkflowInputSchema } from '../workflows/contract';
+import { approveQuoteUpdate, rejectQuoteUpdate, statusQuery, updateDeliveryUpdate } from '../contract/delivery-messages';
+import { timelineTotal, type CarriedQuote, type DeliveryOrder, type DeliveryResult, type DeliveryState, type DeliveryWorkflowInput, type FollowUpSettings, type TimelineEntry } from '../contract/delivery-types';
+import { DeliveryOrderSchema, DeliveryWorkflowInputSchema } from '../contract/schemas';
 import { deliveryStaticDetails, deliverySummary } from '../workflows/details';
 import { quoteFingerprint } from '../workflows/quote-fingerprint';
-import * as SearchAttributes from '../workflows/search-attributes';
-import { deliveryPriority, deliveryWorkflowId, referenceFromWorkflowId } from '../workflows/task-queues';
-import { dataConverterFromEnv } from './payload-codec';
-import { temporalSettingsFromEnv, type TemporalSettings } from './temporal-config';
+import * as SearchAttributes from '../contract/search-attributes';
+import { deliveryPriority } from '../contract/priorities';
+import { deliveryWorkflowId, referenceFromWorkflowId } from '../contract/workflow-ids';
+import { dataConverterFromEnv } from '../temporal/payload-codec';
+import { temporalSettingsFromEnv, type TemporalSettings } from '../temporal/connection';
 
 /** Bad input: nothing was started or changed. `issues` name each field and rule. */
 export class InvalidInputError extends Error {
@@ -113,7 +102,7 @@ export interface WatchUpdate {
   changes: TimelineEntry[];
 }
 
-/** The workflow's own contract (workflows/contract.ts): the client refuses what the workflow would refuse, before starting it. */
+/** The workflow's own contract (contract/schemas.ts): the client refuses what the workflow would refuse, before starting it. */
 const StartOptionsSchema = DeliveryWorkflowInputSchema.pick({ reference: true, maxPrice: true, approvalTimeoutMs: true, followUp: true, quote: true });
 
 export interface DeliveryClientOptions {

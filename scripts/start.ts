@@ -11,12 +11,12 @@
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { generatePayloadKey, LOCAL_STACK_KEYS_FILE } from '../client/payload-codec';
+import { generatePayloadKey, LOCAL_STACK_KEYS_FILE } from '../temporal/payload-codec';
 import { parseEnv } from '../provider/validation';
 import { generateWebhookSecret, secretFingerprint, WebhookSecretSchema } from '../provider/webhook-signature';
 import { z } from 'zod';
 import { ensureTemporalCli } from './temporal-cli';
-import { StackServices } from './services';
+import { stackServices } from './processes';
 import { startDevServer, type DevServer } from './temporal-dev-server';
 
 const root = join(__dirname, '..');
@@ -35,7 +35,7 @@ function log(line: string): void {
   process.stdout.write(`[start] ${line}\n`);
 }
 
-const services = new StackServices((name, how) => {
+const services = stackServices((name, how) => {
   log(`${name} exited (${how}); stopping the stack`);
   void shutdown(1);
 });
@@ -92,7 +92,7 @@ async function main(): Promise<void> {
   const webhookSecret = webhook.secrets[0]!;
   const temporalEnv = { TEMPORAL_ADDRESS: devServer.address, TEMPORAL_NAMESPACE: devServer.namespace, DELIVERY_PAYLOAD_KEYS: payloadKeys };
 
-  await services.run(
+  await services.start(
     'simulator',
     'simulator/main.ts',
     {
@@ -105,9 +105,9 @@ async function main(): Promise<void> {
     /listening on/,
   );
   await Promise.all([
-    services.run('worker', 'worker/main.ts', { ...temporalEnv, DELIVERY_API_URL: SIMULATOR_URL }, /^worker: task queue/),
-    services.run('bridge', 'bridge/main.ts', { ...temporalEnv, DELIVERY_API_URL: SIMULATOR_URL, DELIVERY_WEBHOOK_SECRETS: webhook.secrets.join(',') }, /^bridge: listening/),
-    services.run('codec', 'client/codec-server.ts', { DELIVERY_PAYLOAD_KEYS: payloadKeys, CODEC_ALLOWED_ORIGIN: devServer.uiUrl }, /^codec: listening/),
+    services.start('worker', 'worker/main.ts', { ...temporalEnv, DELIVERY_API_URL: SIMULATOR_URL }, /^worker: task queue/),
+    services.start('bridge', 'bridge/main.ts', { ...temporalEnv, DELIVERY_API_URL: SIMULATOR_URL, DELIVERY_WEBHOOK_SECRETS: webhook.secrets.join(',') }, /^bridge: listening/),
+    services.start('codec', 'temporal/codec-server.ts', { DELIVERY_PAYLOAD_KEYS: payloadKeys, CODEC_ALLOWED_ORIGIN: devServer.uiUrl }, /^codec: listening/),
   ]);
 
   log('');

@@ -6,7 +6,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { connect, createServer } from 'node:net';
 import { Connection } from '@temporalio/client';
-import { DELIVERY_SEARCH_ATTRIBUTES } from '../workflows/search-attributes';
+import { DELIVERY_SEARCH_ATTRIBUTES } from '../contract/search-attributes';
 
 export interface DevServerOptions {
   cli: string;
@@ -36,7 +36,7 @@ export interface DevServer {
  * docker-compose (test/unit/docker-compose.test.ts keeps them in step):
  * - one partition per task queue, so a queue's server-side rate limit is enforced in one place;
  * - the priority matcher, so food deliveries' tasks go first when a queue backs up
- *   (workflows/task-queues.ts, deliveryPriority).
+ *   (contract/priorities.ts, deliveryPriority).
  */
 export const DEV_SERVER_DYNAMIC_CONFIG = ['matching.numTaskqueueReadPartitions=1', 'matching.numTaskqueueWritePartitions=1', 'matching.useNewMatcher=true'] as const;
 

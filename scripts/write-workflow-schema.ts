@@ -1,7 +1,7 @@
 /** Writes docs/workflow-contract.json from the workflow's zod schemas (`npm run workflow-schema`). */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { workflowContractDocument } from '../workflows/contract-document';
+import { workflowContractDocument } from '../contract/document';
 
 const target = join(__dirname, '..', 'docs', 'workflow-contract.json');
 writeFileSync(target, JSON.stringify(workflowContractDocument(), null, 2) + '\n');

@@ -6,8 +6,8 @@
 import { Client } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, type LogLevel, type NativeConnectionOptions } from '@temporalio/worker';
 import { ExpectedNoticesAtDebug } from './logging';
-import { dataConverterFromEnv } from '../client/payload-codec';
-import { temporalSettingsFromEnv } from '../client/temporal-config';
+import { dataConverterFromEnv } from '../temporal/payload-codec';
+import { temporalSettingsFromEnv } from '../temporal/connection';
 import { createProviderActivities } from '../activities/provider-activities';
 import { ProviderClient } from '../provider/client';
 import { providerConfigFromEnv } from '../provider/config';

@@ -13,7 +13,7 @@
 import { z } from 'zod';
 import { PROVIDER_RATE_LIMITS, type CallFamily, type RateLimit } from '../provider/limits';
 import { parseEnv } from '../provider/validation';
-import type { PacingSettings } from '../workflows/gate-messages';
+import type { PacingSettings } from '../contract/gate-messages';
 
 export type { PacingSettings };
 

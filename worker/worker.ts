@@ -9,14 +9,14 @@
  * Temporal's rate limit of (limit - 1) / window. The other calls always use the task-queue limit.
  */
 import type { DataConverter } from '@temporalio/common';
-import { FAILURE_CONVERTER_PATH } from '../client/payload-codec';
+import { FAILURE_CONVERTER_PATH } from '../temporal/payload-codec';
 import { bundleWorkflowCode, Worker, type NativeConnection, type WorkflowBundle, type WorkflowBundleOption } from '@temporalio/worker';
 import type { Client } from '@temporalio/client';
 import { createGateActivities, startGate } from '../activities/gate-activities';
 import type { ProviderActivities } from '../activities/provider-activities';
 import { createStartCheckActivities } from '../activities/start-checks';
 import type { CallFamily } from '../provider/limits';
-import { gateTaskQueue, providerTaskQueues } from '../workflows/task-queues';
+import { gateTaskQueue, providerTaskQueues } from '../contract/task-queues';
 import { DEFAULT_PACING, taskQueueRatePerSecond, type PacingSettings } from './pacing-config';
 
 export interface DeliveryWorkerOptions {
@@ -42,7 +42,7 @@ export interface DeliveryWorkerOptions {
    * pacing gate, which every order passes through, should not wait long.
    */
   stickyQueueTimeoutMs?: number;
-  /** Payload encryption (client/payload-codec.ts); the same codec as every client's. */
+  /** Payload encryption (temporal/payload-codec.ts); the same codec as every client's. */
   dataConverter?: DataConverter;
 }
 
@@ -59,15 +59,10 @@ export interface DeliveryWorkers {
 export const DEFAULT_STICKY_QUEUE_TIMEOUT_MS = 3_000;
 
 /**
- * Delivery workflow tasks a process runs at once; the SDK's default is 40. Measured on a burst of
- * 300 orders (`npm run bench -- limits`, docs/benchmarks.md): with 40 each process took 40 first
- * tasks at a time, each held open by its local activities, and the first provider call went out
- * 4.5 s after the first start; with 10 (or 5) it went out after 0.9–3.3 s, and the backlog drained
- * in 1.02–1.04 of the least time instead of 1.05–1.07. Tasks not yet taken wait in the server's
- * queue in priority order, so food stays first. The price: with the provider's limits lifted, one
- * worker created about 6 deliveries a second instead of 19 (`npm run bench -- scale`), as each
- * task waits on the busy server; the provider's own limit is 20 creations a minute per key.
- * Deployments that create faster (limits lifted, many keys) set WORKER_MAX_CONCURRENT_WORKFLOW_TASKS=40.
+ * Delivery workflow tasks a process runs at once (the SDK's default is 40): fewer tasks held open
+ * by their local activities get a burst of orders to the provider sooner, while the rest wait in
+ * the server's queue in priority order. Deployments that create faster than the provider's own
+ * limit set 40 (docs/operations.md, "Worker settings").
  */
 export const DEFAULT_MAX_CONCURRENT_WORKFLOW_TASKS = 10;
 
@@ -87,7 +82,7 @@ export async function createDeliveryWorkers(o: DeliveryWorkerOptions): Promise<D
     maxConcurrentWorkflowTaskExecutions: o.maxConcurrentWorkflowTasks ?? DEFAULT_MAX_CONCURRENT_WORKFLOW_TASKS,
     stickyQueueScheduleToStartTimeout: o.stickyQueueTimeoutMs ?? DEFAULT_STICKY_QUEUE_TIMEOUT_MS,
   });
-  // The pacing gate, on its own queue (workflows/task-queues.ts says why).
+  // The pacing gate, on its own queue (contract/task-queues.ts says why).
   const gateWorker = await Worker.create({
     ...base,
     taskQueue: gateTaskQueue(o.taskQueue),

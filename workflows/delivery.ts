@@ -30,27 +30,17 @@ import { formatMoney } from '../provider/money';
 import type { CallFamily } from '../provider/limits';
 import type { CreateDeliveryRequest, DeliveryRecord, Quote, UpdateDeliveryRequest } from '../provider/schemas';
 import { describeIssues, fieldIssues } from '../provider/validation';
-import { NON_RETRYABLE_PROVIDER_FAILURES, PROVIDER_FAILURE_TYPES, WORKFLOW_FAILURE_TYPES } from './failures';
-import {
-  approveQuoteUpdate,
-  rejectQuoteUpdate,
-  statusChangedSignal,
-  statusQuery,
-  updateDeliveryUpdate,
-  type DeliveryResult,
-  type DeliveryState,
-  type DeliveryWorkflowInput,
-  type CarriedQuote,
-  type FollowUpSettings,
-  type StatusChange,
-} from './messages';
-import { DeliveryId, DeliveryStatus, QuotedPrice } from './search-attributes';
+import { NON_RETRYABLE_PROVIDER_FAILURES, PROVIDER_FAILURE_TYPES, WORKFLOW_FAILURE_TYPES } from '../contract/failures';
+import { approveQuoteUpdate, rejectQuoteUpdate, statusChangedSignal, statusQuery, updateDeliveryUpdate } from '../contract/delivery-messages';
+import { type DeliveryResult, type DeliveryState, type DeliveryWorkflowInput, type CarriedQuote, type FollowUpSettings, type StatusChange } from '../contract/delivery-types';
+import { DeliveryId, DeliveryStatus, QuotedPrice } from '../contract/search-attributes';
 import { deliveryDetails } from './details';
 import { startChecks } from './start-checks';
 import { DeliveryTracker } from './state';
-import { deliveryPriority, providerTaskQueues } from './task-queues';
+import { deliveryPriority } from '../contract/priorities';
+import { providerTaskQueues } from '../contract/task-queues';
 import { GateCalls } from './gate';
-import type { PacingSettings } from './gate-messages';
+import type { PacingSettings } from '../contract/gate-messages';
 import { quoteFingerprint } from './quote-fingerprint';
 import type { GateActivities } from '../activities/gate-activities';
 

@@ -4,7 +4,7 @@
  * addresses, only ids, statuses, time windows and tracking links.
  */
 import { formatMoney } from '../provider/money';
-import type { DeliveryState, DeliveryWorkflowInput } from './messages';
+import type { DeliveryState, DeliveryWorkflowInput } from '../contract/delivery-types';
 
 /** "3 stops · food · ref A-1042" */
 export function deliverySummary(input: Pick<DeliveryWorkflowInput, 'reference' | 'order'>): string {

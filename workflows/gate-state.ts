@@ -1,6 +1,6 @@
 /** The gate's bookkeeping, pure and deterministic: the gate workflow drives it, unit tests drive it with plain numbers. */
 import type { Quote } from '../provider/schemas';
-import { GATED_FAMILIES, type GateAnswer, type GateConfig, type GatedFamily, type GateRequest } from './gate-messages';
+import { GATED_FAMILIES, type GateAnswer, type GateConfig, type GatedFamily, type GateRequest } from '../contract/gate-messages';
 
 /**
  * `retryAt`: a failed order waits out its own backoff, not holding back the others; `unclear`: an

@@ -15,10 +15,11 @@ import { ApplicationFailure, CancellationScope, proxyLocalActivities, setHandler
 import type { StartCheckActivities } from '../activities/start-checks';
 import type { FieldIssue } from '../provider/schemas';
 import { describeIssues } from '../provider/validation';
-import { WORKFLOW_FAILURE_TYPES } from './failures';
-import { statusQuery, type DeliveryState, type DeliveryWorkflowInput } from './messages';
-import { DestinationCount, IsFood, OrderReference } from './search-attributes';
-import { deliveryWorkflowId } from './task-queues';
+import { WORKFLOW_FAILURE_TYPES } from '../contract/failures';
+import { statusQuery } from '../contract/delivery-messages';
+import { type DeliveryState, type DeliveryWorkflowInput } from '../contract/delivery-types';
+import { DestinationCount, IsFood, OrderReference } from '../contract/search-attributes';
+import { deliveryWorkflowId } from '../contract/workflow-ids';
 
 const checks = proxyLocalActivities<StartCheckActivities>({ startToCloseTimeout: '10 seconds', summary: 'check the start input' });
 

@@ -8,7 +8,7 @@
  */
 import { deliveryRank, destinationRank, isTerminalDelivery } from '../provider/lifecycle';
 import type { DeliveryRecord } from '../provider/schemas';
-import type { ChangeSource, DeliveryState, DeliveryWorkflowInput, StatusChange, TimelineEntry } from './messages';
+import type { ChangeSource, DeliveryState, DeliveryWorkflowInput, StatusChange, TimelineEntry, TrackerSnapshot } from '../contract/delivery-types';
 
 export type ChangeOutcome = 'applied' | 'duplicate' | 'stale' | 'other_delivery' | 'unknown_destination';
 
@@ -23,13 +23,6 @@ export const TIMELINE_LIMIT = 500;
 
 /** How many webhook event ids are remembered for duplicate detection (bounded memory). */
 export const SEEN_EVENT_IDS_LIMIT = 2_000;
-
-/** Everything the tracker needs to carry over a continue-as-new. */
-export interface TrackerSnapshot {
-  state: DeliveryState;
-  ranks: Record<string, number>;
-  seenEventIds: string[];
-}
 
 export class DeliveryTracker {
   readonly state: DeliveryState;

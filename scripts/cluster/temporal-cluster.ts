@@ -16,7 +16,7 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Connection } from '@temporalio/client';
-import { DELIVERY_SEARCH_ATTRIBUTES } from '../../workflows/search-attributes';
+import { DELIVERY_SEARCH_ATTRIBUTES } from '../../contract/search-attributes';
 import { accepts, freePort, stopProcess } from '../temporal-dev-server';
 import { Postgres, storedPassword } from './postgres';
 import { ensureSchema } from './schema';

@@ -15,7 +15,7 @@ import { promisify } from 'node:util';
 import { deliveryRank } from '../../provider/lifecycle';
 import type { DeliveryStatus } from '../../provider/schemas';
 import type { RequestLogEntry } from '../../simulator/context';
-import type { DeliveryOrder, DeliveryState } from '../../workflows/messages';
+import type { DeliveryOrder, DeliveryState } from '../../contract/delivery-types';
 import { deliveryRequest, destination } from '../fixtures/orders';
 import { ClusterStack } from '../helpers/cluster';
 import { eventually } from '../helpers/stack';

@@ -11,14 +11,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { DeliveryClient } from '../../client/delivery-client';
-import { dataConverterFromEnv, generatePayloadKey } from '../../client/payload-codec';
+import { dataConverterFromEnv, generatePayloadKey } from '../../temporal/payload-codec';
 import { generateWebhookSecret } from '../../provider/webhook-signature';
 import { findNginx, LoadBalancer } from '../../scripts/cluster/load-balancer';
 import { freeClusterPorts, TemporalCluster } from '../../scripts/cluster/temporal-cluster';
 import { ensureServerTools } from '../../scripts/cluster/tools';
 import { ensureTemporalCli } from '../../scripts/temporal-cli';
 import { freePort } from '../../scripts/temporal-dev-server';
-import { ENTRY, ProcessGroup, SimulatorControl, workflowBundleFile, type RunningProcess } from './processes';
+import { ENTRY, ProcessGroup, workflowBundleFile, type RunningProcess } from '../../scripts/processes';
+import { SimulatorControl } from './processes';
 
 export interface ClusterStackOptions {
   workers: number;
@@ -27,7 +28,7 @@ export interface ClusterStackOptions {
 }
 
 export class ClusterStack {
-  readonly group = new ProcessGroup(3_000_000);
+  readonly group = new ProcessGroup({ maxOutputChars: 3_000_000 });
   readonly workers: (RunningProcess | undefined)[] = [];
   readonly bridges: (RunningProcess | undefined)[] = [];
   env: Record<string, string> = {};

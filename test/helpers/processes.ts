@@ -1,177 +1,14 @@
 /**
- * The project's real processes for integration tests, run as an operator runs them
- * (`node --import tsx simulator/main.ts`, `worker/main.ts`, `bridge/main.ts`), configured only
- * through their environment and bound to 127.0.0.1. Their output is collected, prefixed with the
- * process's name, so a failing test can show it and a test can search it.
+ * The simulator, a worker and a bridge as real processes for integration tests (the processes
+ * themselves: scripts/processes.ts), and the simulator's control API over HTTP.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { dataConverterFromEnv, generatePayloadKey } from '../../client/payload-codec';
+import { generatePayloadKey, dataConverterFromEnv } from '../../temporal/payload-codec';
 import { generateWebhookSecret } from '../../provider/webhook-signature';
-import { freePort, stopProcess } from '../../scripts/temporal-dev-server';
+import { ENTRY, ProcessGroup, workflowBundleFile, type RunningProcess } from '../../scripts/processes';
+import { freePort } from '../../scripts/temporal-dev-server';
 import type { DeliveryRecord, OrderRecord } from '../../provider/schemas';
 import type { RequestLogEntry } from '../../simulator/context';
 import type { WebhookAttempt, WebhookDispatch } from '../../simulator/webhooks';
-import { workflowBundle } from './workers';
-
-export const ROOT = join(__dirname, '../..');
-
-/** Entry point and "ready" line of each process. */
-export const ENTRY = {
-  simulator: { entry: 'simulator/main.ts', ready: /listening on/ },
-  worker: { entry: 'worker/main.ts', ready: /^worker: task queue/m },
-  bridge: { entry: 'bridge/main.ts', ready: /^bridge: listening/m },
-} as const;
-
-let bundleFile: Promise<string> | undefined;
-
-/**
- * The workflows bundled once per test process, in a file for the worker's WORKER_WORKFLOW_BUNDLE:
- * a worker process then starts in about a second instead of bundling them itself.
- */
-export function workflowBundleFile(): Promise<string> {
-  bundleFile ??= workflowBundle().then(({ code }) => {
-    const file = join(tmpdir(), `test-workflows-${process.pid}.js`);
-    writeFileSync(file, code);
-    return file;
-  });
-  return bundleFile;
-}
-
-export async function removeWorkflowBundleFile(): Promise<void> {
-  if (bundleFile) rmSync(await bundleFile, { force: true });
-  bundleFile = undefined;
-}
-
-export interface ProcessSpec {
-  /** Shown before each line of its output, e.g. `worker#3`. */
-  name: string;
-  /** Path of the entry point from the repository root. */
-  entry: string;
-  /** Added to this process's environment. */
-  env: NodeJS.ProcessEnv;
-  /** Started once its output matches this. */
-  ready: RegExp;
-  startTimeoutMs?: number;
-}
-
-export interface Exit {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-}
-
-export interface RunningProcess {
-  readonly name: string;
-  readonly child: ChildProcess;
-  /** Settles when the process has exited, however it ended. */
-  readonly exited: Promise<Exit>;
-  readonly running: boolean;
-  /** Sends the signal and waits for the process to be gone. */
-  kill(signal?: NodeJS.Signals): Promise<Exit>;
-  /** SIGTERM, then SIGKILL after a grace period. */
-  stop(): Promise<void>;
-}
-
-/**
- * Processes of one test file, with their output. `maxOutputChars` bounds what is kept (the
- * oldest output is dropped) for tests whose processes talk a lot; by default everything is kept.
- */
-export class ProcessGroup {
-  private chunks: string[] = [];
-  private size = 0;
-  private readonly running = new Set<RunningProcess>();
-
-  constructor(private readonly maxOutputChars = Number.POSITIVE_INFINITY) {}
-
-  /** Everything the processes (and the test, through log()) said, oldest first. */
-  get output(): string {
-    return this.chunks.join('');
-  }
-
-  /** The last `chars` characters of the output (of the lines `keep` accepts), for failure messages. */
-  tail(chars = 6_000, keep?: (line: string) => boolean): string {
-    const text = keep ? this.output.split('\n').filter(keep).join('\n') : this.output;
-    return text.slice(-chars);
-  }
-
-  log(name: string, text: string): void {
-    const line = text
-      .split('\n')
-      .filter((l, i, all) => l !== '' || i < all.length - 1)
-      .map((l) => `[${name}] ${l}\n`)
-      .join('');
-    this.chunks.push(line);
-    this.size += line.length;
-    while (this.size > this.maxOutputChars && this.chunks.length > 1) this.size -= this.chunks.shift()!.length;
-  }
-
-  /** Starts a process and waits until it says it is ready; rejects, with its output, if it exits first. */
-  start(spec: ProcessSpec): Promise<RunningProcess> {
-    const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, spec.entry)], {
-      cwd: ROOT,
-      env: { ...process.env, ...spec.env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    // 'close' comes after the output has been read to its end.
-    const exited = new Promise<Exit>((resolve) => child.once('close', (code, signal) => resolve({ code, signal })));
-    const proc: RunningProcess = {
-      name: spec.name,
-      child,
-      exited,
-      get running() {
-        return child.exitCode === null && child.signalCode === null;
-      },
-      async kill(signal: NodeJS.Signals = 'SIGKILL') {
-        if (proc.running) child.kill(signal);
-        return exited;
-      },
-      stop: async () => {
-        await stopProcess(child);
-        await exited;
-      },
-    };
-    this.running.add(proc);
-    void exited.then(() => this.running.delete(proc));
-
-    return new Promise((resolve, reject) => {
-      let ready = false;
-      const lines = (text: string) => {
-        this.log(spec.name, text);
-        if (!ready && spec.ready.test(text)) {
-          ready = true;
-          clearTimeout(timer);
-          resolve(proc);
-        }
-      };
-      // Whole lines only, so a JSON log line or the ready line is never cut in two.
-      for (const stream of [child.stdout!, child.stderr!]) {
-        let partial = '';
-        stream.on('data', (chunk: Buffer) => {
-          const text = partial + chunk.toString();
-          const end = text.lastIndexOf('\n') + 1;
-          partial = text.slice(end);
-          if (end > 0) lines(text.slice(0, end));
-        });
-        stream.on('end', () => partial && lines(partial + '\n'));
-      }
-      const timer = setTimeout(() => {
-        child.kill('SIGKILL');
-        reject(new Error(`${spec.name} did not start within ${spec.startTimeoutMs ?? 60_000} ms:\n${this.tail()}`));
-      }, spec.startTimeoutMs ?? 60_000);
-      void exited.then(({ code, signal }) => {
-        clearTimeout(timer);
-        if (!ready) reject(new Error(`${spec.name} exited (${signal ?? `code ${code}`}) before it was ready:\n${this.tail()}`));
-      });
-    });
-  }
-
-  /** Stops every process still running (SIGTERM, then SIGKILL) and waits for the end of their output. */
-  async stopAll(): Promise<void> {
-    await Promise.all([...this.running].map((p) => p.stop()));
-  }
-}
 
 export interface DeliveryProcessesOptions {
   temporalAddress: string;
@@ -210,7 +47,7 @@ export class DeliveryProcesses {
     private readonly o: DeliveryProcessesOptions,
     ports: { sim: number; bridge: number },
   ) {
-    this.group = new ProcessGroup(o.maxOutputChars ?? 2_000_000);
+    this.group = new ProcessGroup({ maxOutputChars: o.maxOutputChars ?? 2_000_000 });
     this.taskQueue = `${o.prefix}-${Date.now().toString(36)}`;
     this.simUrl = `http://127.0.0.1:${ports.sim}`;
     this.bridgePort = ports.bridge;

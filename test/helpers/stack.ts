@@ -9,7 +9,7 @@ import { createProviderActivities } from '../../activities/provider-activities';
 import { createBridge, WEBHOOK_PATH, type Bridge } from '../../bridge/server';
 import { DeliveryClient } from '../../client/delivery-client';
 import { ProviderClient } from '../../provider/client';
-import type { DeliveryOrder, DeliveryState } from '../../workflows/messages';
+import type { DeliveryOrder, DeliveryState } from '../../contract/delivery-types';
 import { generateWebhookSecret } from '../../provider/webhook-signature';
 import { createSimulator, type Simulator, type SimulatorOptions } from '../../simulator/server';
 import type { PacingSettings } from '../../worker/pacing-config';

@@ -4,8 +4,8 @@
  * without a token. Each is refused and no plaintext leaves.
  */
 import { request as httpRequest } from 'node:http';
-import { createCodecServer, type CodecServer } from '../../client/codec-server';
-import { generatePayloadKey, payloadCodecFromEnv } from '../../client/payload-codec';
+import { createCodecServer, type CodecServer } from '../../temporal/codec-server';
+import { generatePayloadKey, payloadCodecFromEnv } from '../../temporal/payload-codec';
 import { rawRequest } from '../helpers/http';
 
 const UI = 'http://127.0.0.1:8233';

@@ -13,7 +13,7 @@ import { Agent, request } from 'undici';
 import { createBridge, WEBHOOK_PATH } from '../../bridge/server';
 import { ProviderClient } from '../../provider/client';
 import { secretKey, signWebhook } from '../../provider/webhook-signature';
-import type { DeliveryState } from '../../workflows/messages';
+import type { DeliveryState } from '../../contract/delivery-types';
 import { deliveryRequest } from '../fixtures/orders';
 import { rawRequest } from '../helpers/http';
 import { parsePrometheusText, type Exposition } from '../helpers/prometheus';

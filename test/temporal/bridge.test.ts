@@ -7,7 +7,7 @@ import { Webhook } from 'standardwebhooks';
 import { WEBHOOK_PATH, createBridge } from '../../bridge/server';
 import { ProviderClient } from '../../provider/client';
 import { generateWebhookSecret, signWebhook } from '../../provider/webhook-signature';
-import type { DeliveryState } from '../../workflows/messages';
+import type { DeliveryState } from '../../contract/delivery-types';
 import { deliveryRequest } from '../fixtures/orders';
 import { createdDelivery, SANDBOX_KEY, startStack, type Stack } from '../helpers/stack';
 

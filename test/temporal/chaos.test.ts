@@ -9,7 +9,7 @@ import { createServer, request as httpRequest, type IncomingHttpHeaders } from '
 import type { AddressInfo } from 'node:net';
 import { createBridge, WEBHOOK_PATH, type Bridge } from '../../bridge/server';
 import { ProviderClient } from '../../provider/client';
-import type { DeliveryState } from '../../workflows/messages';
+import type { DeliveryState } from '../../contract/delivery-types';
 import { deliveryRequest } from '../fixtures/orders';
 import { readBody } from '../helpers/http';
 import { eventually, SANDBOX_KEY, startStack, type Stack } from '../helpers/stack';

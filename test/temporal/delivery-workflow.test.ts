@@ -5,18 +5,10 @@
 import { WorkflowFailedError, WorkflowUpdateFailedError, type Client, type Connection, type WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import type { CreateDeliveryInput, ProviderActivities } from '../../activities/provider-activities';
-import {
-  approveQuoteUpdate,
-  rejectQuoteUpdate,
-  statusChangedSignal,
-  statusQuery,
-  updateDeliveryUpdate,
-  type DeliveryState,
-  type DeliveryWorkflowInput,
-  type StatusChange,
-} from '../../workflows/messages';
-import { deliveryWorkflowId } from '../../workflows/task-queues';
-import { gateWorkflowId } from '../../workflows/gate-messages';
+import { approveQuoteUpdate, rejectQuoteUpdate, statusChangedSignal, statusQuery, updateDeliveryUpdate } from '../../contract/delivery-messages';
+import { type DeliveryState, type DeliveryWorkflowInput, type StatusChange } from '../../contract/delivery-types';
+import { deliveryWorkflowId } from '../../contract/workflow-ids';
+import { gateWorkflowId } from '../../contract/workflow-ids';
 import { deliveryRequest } from '../fixtures/orders';
 import { FakeProvider, Gate } from '../fixtures/fake-provider-activities';
 import { recordHistories } from '../helpers/histories';

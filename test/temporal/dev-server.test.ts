@@ -5,7 +5,7 @@
  */
 import { encodeSearchAttributeIndexedValueType } from '@temporalio/common/lib/search-attributes';
 import { Worker } from '@temporalio/worker';
-import { DELIVERY_SEARCH_ATTRIBUTES } from '../../workflows/search-attributes';
+import { DELIVERY_SEARCH_ATTRIBUTES } from '../../contract/search-attributes';
 import { testClient, testNativeConnection, testServerAddress, uniqueTaskQueue } from '../helpers/temporal';
 import { greetingWorkflow } from './fixtures/greeting-workflow';
 

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { DeliveryRequestRejectedError, InvalidInputError } from '../../client/delivery-client';
 import { UnauthorizedError } from '../../provider/errors';
-import type { DeliveryState } from '../../workflows/messages';
+import type { DeliveryState } from '../../contract/delivery-types';
 import { deliveryRequest } from '../fixtures/orders';
 import { createdDelivery, driveToDelivered, eventually, startStack, type Stack } from '../helpers/stack';
 

@@ -6,9 +6,9 @@
 import { execFile, execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { createCodecServer } from '../../client/codec-server';
-import { AesGcmPayloadCodec, dataConverterFromEnv, generatePayloadKey, payloadCodecFromEnv } from '../../client/payload-codec';
-import type { DeliveryState } from '../../workflows/messages';
+import { createCodecServer } from '../../temporal/codec-server';
+import { AesGcmPayloadCodec, dataConverterFromEnv, generatePayloadKey, payloadCodecFromEnv } from '../../temporal/payload-codec';
+import type { DeliveryState } from '../../contract/delivery-types';
 import { deliveryRequest } from '../fixtures/orders';
 import { deliverToTheEnd, startStack, type Stack } from '../helpers/stack';
 import { testServerAddress } from '../helpers/temporal';

@@ -4,7 +4,7 @@
  * destination ends in the provider's state even when the provider cannot serve the read at first.
  * Everything real: dev server, worker, simulator (its read fault), bridge.
  */
-import { statusChangedSignal } from '../../workflows/messages';
+import { statusChangedSignal } from '../../contract/delivery-messages';
 import { deliveryRequest } from '../fixtures/orders';
 import { createdDelivery, startStack, type Stack } from '../helpers/stack';
 

@@ -12,12 +12,13 @@ import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { DeliveryClient } from '../../client/delivery-client';
 import { createSimulator, type Simulator } from '../../simulator/server';
-import { gateStatusQuery, gateWorkflowId } from '../../workflows/gate-messages';
-import type { DeliveryOrder, DeliveryState } from '../../workflows/messages';
-import { deliveryWorkflowId } from '../../workflows/task-queues';
+import { gateStatusQuery } from '../../contract/gate-messages';
+import { gateWorkflowId } from '../../contract/workflow-ids';
+import type { DeliveryOrder, DeliveryState } from '../../contract/delivery-types';
+import { deliveryWorkflowId } from '../../contract/workflow-ids';
 import { deliveryRequest, destination } from '../fixtures/orders';
 import { hasLoneMarkerTask, recordHistories, unreplayable } from '../helpers/histories';
-import { ENTRY, ProcessGroup, type RunningProcess } from '../helpers/processes';
+import { ENTRY, ProcessGroup, type RunningProcess } from '../../scripts/processes';
 import { eventually } from '../helpers/stack';
 import { testServerAddress, uniqueTaskQueue } from '../helpers/temporal';
 import { workflowBundle } from '../helpers/workers';
@@ -33,7 +34,7 @@ let temporal: Client;
 let bundleFile: string;
 
 beforeAll(async () => {
-  group = new ProcessGroup(200_000);
+  group = new ProcessGroup({ maxOutputChars: 200_000 });
   connection = await Connection.connect({ address: testServerAddress().address });
   temporal = new Client({ connection, namespace: testServerAddress().namespace });
   bundleFile = join(tmpdir(), `gate-survival-${process.pid}.js`);
@@ -79,27 +80,34 @@ function oneDeliveryPerReference(sim: Simulator, references: string[]): { duplic
   return { duplicated: references.filter((r) => (count.get(r) ?? 0) > 1), missing: references.filter((r) => !count.has(r)) };
 }
 
-it('creates exactly one delivery per order while workers are SIGKILLed mid-creation at a provider that ignores Idempotency-Key', async () => {
+it('creates exactly one delivery per order, and ends each in the provider\'s state, while workers are SIGKILLed mid-creation at a provider that ignores Idempotency-Key', async () => {
   // The provider creates, then holds its answer back 300 ms: a kill in between loses the answer.
   const sim = createSimulator({ apiKeys: [KEY], timeScale: SCALE, autoAdvanceMs: 30_000, faults: { ignore_idempotency_keys: true, latency_ms: 300 } });
   const { workers, startWorker, client } = await setUp(sim, 3_000);
   const references = Array.from({ length: 16 }, (_, i) => `CRASH-${Date.now().toString(36)}-${i}`);
   try {
-    let kills = 0;
-    let seen = 0;
+    const kills = { created_unanswered: 0, answered: 0 };
+    let seenDeliveries = 0;
+    let seenLog = 0;
     let done = false;
     const alive = new Set<RunningProcess>(workers);
     const killer = (async () => {
-      while (!done && kills < 8) {
+      // Alternately: a kill as soon as the provider has created a delivery (its answer still held
+      // back), and as soon as an answer went out (before the activity completed).
+      for (let n = 0; !done && kills.created_unanswered + kills.answered < 8; ) {
         await new Promise((r) => setTimeout(r, 5));
-        const now = sim.deliveries().length;
-        if (now === seen) continue;
-        seen = now; // a delivery was just created; its answer is still held back
-        const victim = [...alive][kills % alive.size];
+        const moment = n % 2 === 0 ? 'created_unanswered' : 'answered';
+        const created = sim.deliveries().length > seenDeliveries;
+        const answered = sim.requestLog(seenLog).some((e) => e.method === 'POST' && e.path === '/v1/deliveries');
+        seenDeliveries = sim.deliveries().length;
+        seenLog = sim.requestLog().length;
+        if (!(moment === 'created_unanswered' ? created : answered)) continue;
+        const victim = [...alive][n % alive.size];
         if (!victim) continue;
         alive.delete(victim);
         await victim.kill('SIGKILL');
-        kills++;
+        kills[moment]++;
+        n++;
         void startWorker().then((w) => alive.add(w));
       }
     })();
@@ -110,11 +118,16 @@ it('creates exactly one delivery per order while workers are SIGKILLed mid-creat
     done = true;
     await killer;
 
-    expect(kills).toBeGreaterThanOrEqual(4);
+    expect(kills.created_unanswered + kills.answered).toBeGreaterThanOrEqual(4);
     expect(oneDeliveryPerReference(sim, references)).toEqual({ duplicated: [], missing: [] });
+    // No orphans: every delivery the provider holds is the one its workflow knows.
+    expect(sim.deliveries().filter((d) => results.get(d.delivery.reference_number ?? '')?.deliveryId !== d.delivery.id)).toEqual([]);
+    // No wrong end states: the delivery's and each destination's status as the provider has them.
     for (const r of references) {
       const truth = sim.deliveries().find((d) => d.delivery.reference_number === r)!.delivery;
-      expect({ reference: r, id: results.get(r)!.deliveryId, status: results.get(r)!.status }).toEqual({ reference: r, id: truth.id, status: truth.status });
+      const mine = results.get(r)!;
+      const statuses = (s: { status?: string; destinations: { id: string; status: string }[] }) => ({ status: s.status, destinations: s.destinations.map((d) => [d.id, d.status]).sort() });
+      expect({ reference: r, id: mine.deliveryId, ...statuses(mine) }).toEqual({ reference: r, id: truth.id, ...statuses(truth) });
     }
   } finally {
     await group.stopAll();

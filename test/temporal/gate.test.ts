@@ -3,9 +3,10 @@
  * windows (time-scaled), two sets of workers share one task queue, and the pacing gate makes the
  * calls. Figures at scale are in `npm run bench -- limits`; these prove the rules.
  */
-import { gateStatusQuery, gateWorkflowId } from '../../workflows/gate-messages';
-import type { DeliveryOrder } from '../../workflows/messages';
-import { deliveryWorkflowId } from '../../workflows/task-queues';
+import { gateStatusQuery } from '../../contract/gate-messages';
+import { gateWorkflowId } from '../../contract/workflow-ids';
+import type { DeliveryOrder } from '../../contract/delivery-types';
+import { deliveryWorkflowId } from '../../contract/workflow-ids';
 import { createProviderActivities } from '../../activities/provider-activities';
 import { ProviderClient } from '../../provider/client';
 import { InvalidInputError } from '../../client/delivery-client';

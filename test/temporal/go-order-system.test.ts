@@ -9,7 +9,7 @@ import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { AesGcmPayloadCodec, generatePayloadKey, payloadCodecFromEnv } from '../../client/payload-codec';
+import { AesGcmPayloadCodec, generatePayloadKey, payloadCodecFromEnv } from '../../temporal/payload-codec';
 import { startStack, type Stack } from '../helpers/stack';
 import { testServerAddress } from '../helpers/temporal';
 

@@ -5,8 +5,9 @@
  */
 import type { Client, Connection } from '@temporalio/client';
 import type { ProviderActivities } from '../../activities/provider-activities';
-import { statusChangedSignal, statusQuery, updateDeliveryUpdate, type DeliveryState, type DeliveryWorkflowInput, type StatusChange } from '../../workflows/messages';
-import { deliveryWorkflowId } from '../../workflows/task-queues';
+import { statusChangedSignal, statusQuery, updateDeliveryUpdate } from '../../contract/delivery-messages';
+import { type DeliveryState, type DeliveryWorkflowInput, type StatusChange } from '../../contract/delivery-types';
+import { deliveryWorkflowId } from '../../contract/workflow-ids';
 import { FakeProvider } from '../fixtures/fake-provider-activities';
 import { deliveryRequest } from '../fixtures/orders';
 import { testClient } from '../helpers/temporal';

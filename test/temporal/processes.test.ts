@@ -7,11 +7,11 @@
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { generatePayloadKey } from '../../client/payload-codec';
+import { generatePayloadKey } from '../../temporal/payload-codec';
 import { generateWebhookSecret } from '../../provider/webhook-signature';
 import { freePort } from '../../scripts/temporal-dev-server';
 import { deliveryRequest } from '../fixtures/orders';
-import { ENTRY, ProcessGroup, ROOT } from '../helpers/processes';
+import { ENTRY, ProcessGroup, ROOT } from '../../scripts/processes';
 import { testServerAddress } from '../helpers/temporal';
 import { writeFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -21,10 +21,11 @@ import { DeliveryClient } from '../../client/delivery-client';
 import type { DeliveryRecord } from '../../provider/schemas';
 import { startDevServer, type DevServer } from '../../scripts/temporal-dev-server';
 import type { WebhookAttempt, WebhookDispatch } from '../../simulator/webhooks';
-import type { DeliveryOrder, DeliveryResult } from '../../workflows/messages';
-import { deliveryWorkflowId } from '../../workflows/task-queues';
+import type { DeliveryOrder, DeliveryResult } from '../../contract/delivery-types';
+import { deliveryWorkflowId } from '../../contract/workflow-ids';
 import { deliveryRequest } from '../fixtures/orders';
-import { DeliveryProcesses, removeWorkflowBundleFile, type SimDelivery } from '../helpers/processes';
+import { removeWorkflowBundleFile } from '../../scripts/processes';
+import { DeliveryProcesses, type SimDelivery } from '../helpers/processes';
 import { testServerAddress } from '../helpers/temporal';
 
 const DELIVERIES = 200;

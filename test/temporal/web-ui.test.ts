@@ -8,8 +8,8 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
-import { createCodecServer } from '../../client/codec-server';
-import { generatePayloadKey, payloadCodecFromEnv } from '../../client/payload-codec';
+import { createCodecServer } from '../../temporal/codec-server';
+import { generatePayloadKey, payloadCodecFromEnv } from '../../temporal/payload-codec';
 import { ensureTemporalCli } from '../../scripts/temporal-cli';
 import { freePort, startDevServer, type DevServer } from '../../scripts/temporal-dev-server';
 import { deliveryRequest } from '../fixtures/orders';

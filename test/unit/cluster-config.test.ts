@@ -11,7 +11,7 @@ import { compareVersions, newestSchemaVersion, schemaSteps } from '../../scripts
 import { cliType, clusterPortList, defaultClusterPorts, SERVICE_PROCESSES } from '../../scripts/cluster/temporal-cluster';
 import { ensureServerTools, findServerTools, serverToolsDirs } from '../../scripts/cluster/tools';
 import { temporalCliCacheDir } from '../../scripts/temporal-cli';
-import { DELIVERY_SEARCH_ATTRIBUTES } from '../../workflows/search-attributes';
+import { DELIVERY_SEARCH_ATTRIBUTES } from '../../contract/search-attributes';
 
 describe('server tools', () => {
   it('are cached beside the Temporal CLI, one directory per version', () => {

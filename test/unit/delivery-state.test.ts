@@ -1,6 +1,6 @@
 import type { DeliveryRecord } from '../../provider/schemas';
-import type { DeliveryWorkflowInput } from '../../workflows/messages';
-import { timelineTotal } from '../../workflows/messages';
+import type { DeliveryWorkflowInput } from '../../contract/delivery-types';
+import { timelineTotal } from '../../contract/delivery-types';
 import { DeliveryTracker, SEEN_EVENT_IDS_LIMIT, TIMELINE_LIMIT } from '../../workflows/state';
 import { deliveryRequest } from '../fixtures/orders';
 

@@ -3,7 +3,7 @@
  * there is no Docker engine, so this keeps them in step with the code instead: the services of
  * our image set only variables the code reads (a misspelt one fails), the values compose gives
  * them pass the code's own config validation, the simulator and the bridge share the webhook
- * secret, the setup service registers exactly workflows/search-attributes.ts, Temporal has one
+ * secret, the setup service registers exactly contract/search-attributes.ts, Temporal has one
  * partition per task queue, every published port is on 127.0.0.1, and Temporal runs what
  * `npm run cluster` runs: the same server version, static and dynamic config files and schema steps.
  */
@@ -12,7 +12,7 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { parse, parseDocument } from 'yaml';
 import { bridgeConfigFromEnv } from '../../bridge/config';
 import { WEBHOOK_PATH } from '../../bridge/server';
-import { temporalSettingsFromEnv } from '../../client/temporal-config';
+import { temporalSettingsFromEnv } from '../../temporal/connection';
 import { providerConfigFromEnv } from '../../provider/config';
 import { schemaSteps, TEMPORAL_DATABASES } from '../../scripts/cluster/schema';
 import { CLUSTER_CONFIG } from '../../scripts/cluster/temporal-cluster';
@@ -20,11 +20,11 @@ import { TEMPORAL_SERVER_VERSION, TEMPORAL_UI_SERVER_VERSION } from '../../scrip
 import { devServerArgs } from '../../scripts/temporal-dev-server';
 import { KeyRing } from '../../simulator/auth';
 import { simulatorConfigFromEnv } from '../../simulator/config';
-import { DELIVERY_SEARCH_ATTRIBUTES } from '../../workflows/search-attributes';
+import { DELIVERY_SEARCH_ATTRIBUTES } from '../../contract/search-attributes';
 
 const ROOT = join(__dirname, '..', '..');
 /** Where the code that runs in our image lives; test/ and bench/ are not part of the stack. */
-const SOURCE_DIRS = ['simulator', 'bridge', 'worker', 'client', 'provider', 'activities', 'workflows', 'scripts'];
+const SOURCE_DIRS = ['simulator', 'bridge', 'worker', 'client', 'temporal', 'contract', 'provider', 'activities', 'workflows', 'scripts'];
 
 type Env = Record<string, string>;
 type PortSpec = string | number | { target: number; published?: string | number; host_ip?: string };
@@ -365,7 +365,7 @@ describe('docker-compose.yml', () => {
     });
   });
 
-  test('the setup service registers every search attribute of workflows/search-attributes.ts with its type', () => {
+  test('the setup service registers every search attribute of contract/search-attributes.ts with its type', () => {
     const setup = service('temporal-setup');
     const script = [...words(setup.entrypoint), ...words(setup.command)].join(' ');
     const registered: Record<string, string> = {};

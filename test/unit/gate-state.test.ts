@@ -4,7 +4,7 @@
  * failures never stop the others, only failures of several orders mean an outage.
  */
 import { RollingWindowLimiter } from '../../simulator/rate-limiter';
-import type { GateConfig, GateRequest } from '../../workflows/gate-messages';
+import type { GateConfig, GateRequest } from '../../contract/gate-messages';
 import { GateState, OUTAGE_AFTER, type Call } from '../../workflows/gate-state';
 
 const config: GateConfig = { limits: { creations: { limit: 3, windowMs: 1_000 }, quotes: { limit: 3, windowMs: 1_000 } }, marginMs: 10, callTimeoutMs: 5_000, leadMs: 0, quoteMinRemainingMs: 100 };

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Payload } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
-import { AesGcmPayloadCodec, dataConverterFromEnv, generatePayloadKey, NoKeysPayloadCodec, payloadCodecFromEnv, talksToLocalStack } from '../../client/payload-codec';
+import { AesGcmPayloadCodec, dataConverterFromEnv, generatePayloadKey, NoKeysPayloadCodec, payloadCodecFromEnv, talksToLocalStack } from '../../temporal/payload-codec';
 
 const json = (text: string) => ({ metadata: { encoding: Buffer.from('json/plain') }, data: Buffer.from(JSON.stringify(text)) });
 

@@ -1,7 +1,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { temporalSettingsFromEnv } from '../../client/temporal-config';
+import { temporalSettingsFromEnv } from '../../temporal/connection';
 
 // No config file of the machine may leak into these tests.
 const isolated = { TEMPORAL_CONFIG_FILE: join(mkdtempSync(join(tmpdir(), 'tcfg-')), 'none.toml') };

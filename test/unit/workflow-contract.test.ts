@@ -2,10 +2,10 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Ajv2020 from 'ajv/dist/2020';
 import { deliveryInputIssues } from '../../activities/start-checks';
-import { DeliveryStateSchema, DeliveryWorkflowInputSchema } from '../../workflows/contract';
-import { workflowContractDocument } from '../../workflows/contract-document';
-import type { DeliveryState } from '../../workflows/messages';
-import { DELIVERY_SEARCH_ATTRIBUTES } from '../../workflows/search-attributes';
+import { DeliveryStateSchema, DeliveryWorkflowInputSchema } from '../../contract/schemas';
+import { workflowContractDocument } from '../../contract/document';
+import type { DeliveryState } from '../../contract/delivery-types';
+import { DELIVERY_SEARCH_ATTRIBUTES } from '../../contract/search-attributes';
 import { deliveryRequest } from '../fixtures/orders';
 
 const checkedIn = JSON.parse(readFileSync(join(__dirname, '../../docs/workflow-contract.json'), 'utf8'));
@@ -27,7 +27,7 @@ function validator(def: string) {
 }
 
 describe('the workflow contract (docs/workflow-contract.json)', () => {
-  it('in docs/ matches the zod schemas (run `npm run workflow-schema` after changing workflows/contract.ts or provider/schemas.ts)', () => {
+  it('in docs/ matches the zod schemas (run `npm run workflow-schema` after changing contract/schemas.ts or provider/schemas.ts)', () => {
     expect(checkedIn).toEqual(workflowContractDocument());
   });
 

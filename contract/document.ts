@@ -5,7 +5,7 @@
  * Checked equal to the generated document by test/unit/workflow-contract.test.ts.
  */
 import { z } from 'zod';
-import { workflowContractRegistry } from './contract';
+import { workflowContractRegistry } from './schemas';
 import { NON_RETRYABLE_PROVIDER_FAILURES, PROVIDER_FAILURE_TYPES, WORKFLOW_FAILURE_TYPES } from './failures';
 import { DELIVERY_SEARCH_ATTRIBUTES } from './search-attributes';
 import { DEFAULT_TASK_QUEUE } from './task-queues';
@@ -39,7 +39,7 @@ export function workflowContractDocument(): Json {
     $id: 'urn:delivery-orchestrator:workflow-contract',
     title: 'The delivery workflow, for Temporal clients in any language',
     description:
-      'Generated from workflows/contract.ts. Start the workflow type `delivery` by name with one JSON argument (DeliveryWorkflowInput), ' +
+      'Generated from contract/schemas.ts. Start the workflow type `delivery` by name with one JSON argument (DeliveryWorkflowInput), ' +
       'follow it with the `status` query, change it with the updates, cancel it with workflow cancellation. See docs/any-language.md. ' +
       'Payloads are JSON (`json/plain`), encrypted as docs/payload-encryption.md says when the deployment sets DELIVERY_PAYLOAD_KEYS.',
     'x-temporal-workflow': {

@@ -2,7 +2,6 @@
 import { defineQuery, defineSignal } from '@temporalio/workflow';
 import type { CallFamily, RateLimit } from '../provider/limits';
 import type { CreateDeliveryRequest, DeliveryRecord, Price, Quote } from '../provider/schemas';
-import type { GateState } from './gate-state';
 
 /** The call families the gate paces; every other call uses Temporal's task-queue rate limit. */
 export const GATED_FAMILIES = ['creations', 'quotes'] as const;
@@ -62,12 +61,21 @@ export const gateWithdrawSignal = defineSignal<[{ from: string; n: number }]>('g
 export const gateConfigureSignal = defineSignal<[GateConfig]>('gateConfigure');
 export const gateAnswerSignal = defineSignal<[GateAnswer]>('gateAnswer');
 
-export const gateStatusQuery = defineQuery<ReturnType<GateState['status']>>('gateStatus');
+/** A gate addresses each answer to the asking workflow. */
+export type Addressed = { to: string; answer: GateAnswer };
+
+/** What the gate's status query answers (GateState.status in workflows/gate-state.ts). */
+export interface GateStatus {
+  config: GateConfig;
+  waiting: number;
+  inFlight: number;
+  free: Record<GatedFamily, number>;
+  pausedForMs: Record<GatedFamily, number>;
+  outage: boolean;
+  counts: { calls: number; shared: number; retried: number };
+}
+
+export const gateStatusQuery = defineQuery<GateStatus>('gateStatus');
 
 /** The type of the failure of a call not sent because it could have ended after its slot. */
 export const SLOT_MISSED = 'PacingSlotMissed';
-
-/** One gate per task queue: a deployment with its own API key has its own queue. */
-export function gateWorkflowId(taskQueue: string): string {
-  return `pacing-gate:${taskQueue}`;
-}

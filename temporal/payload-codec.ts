@@ -16,7 +16,7 @@ import { temporal } from '@temporalio/proto';
 import { z } from 'zod';
 import { isLoopbackHost } from '../provider/http-guard';
 import { parseEnv } from '../provider/validation';
-import { temporalSettingsFromEnv } from './temporal-config';
+import { temporalSettingsFromEnv } from './connection';
 
 export const ENCRYPTED_ENCODING = 'binary/encrypted';
 const KEY_ID_METADATA = 'encryption-key-id';
@@ -179,7 +179,7 @@ export class NoKeysPayloadCodec implements PayloadCodec {
   }
 }
 
-/** The module whose `failureConverter` encodes failure messages and stack traces (client/failure-converter.ts). */
+/** The module whose `failureConverter` encodes failure messages and stack traces (temporal/failure-converter.ts). */
 export const FAILURE_CONVERTER_PATH = require.resolve('./failure-converter');
 
 /**

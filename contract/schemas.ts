@@ -24,7 +24,7 @@ import {
   UpdateDeliveryRequestSchema,
   contractRegistry,
 } from '../provider/schemas';
-import type { CarriedQuote, DeliveryState, DeliveryWorkflowInput, FollowUpSettings, StatusChange } from './messages';
+import type { CarriedQuote, DeliveryState, DeliveryWorkflowInput, FollowUpSettings, StatusChange } from './delivery-types';
 
 /** Every schema with an `id` here is a definition of docs/workflow-contract.json. */
 export const workflowContractRegistry = z.registry<{ id: string; description?: string }>();

@@ -9,7 +9,7 @@
 import { loadClientConnectConfig } from '@temporalio/envconfig';
 import { z } from 'zod';
 import { parseEnv } from '../provider/validation';
-import { DEFAULT_TASK_QUEUE } from '../workflows/task-queues';
+import { DEFAULT_TASK_QUEUE } from '../contract/task-queues';
 
 export const LOCAL_TEMPORAL_ADDRESS = '127.0.0.1:7233';
 

@@ -1,11 +1,9 @@
 /**
- * The delivery workflow's messages and data shapes, shared by the workflow, the bridge, the
- * client library and the CLI. Workflow inputs carry no secrets: keys come from the worker's
- * environment.
+ * The delivery's data shapes: its input, state, timeline and result, shared by the workflow, the
+ * activities, the bridge, the client library and the CLI. Workflow inputs carry no secrets: keys
+ * come from the worker's environment.
  */
-import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
-import type { TrackerSnapshot } from './state';
-import type { CreateDeliveryRequest, DeliveryStatus, DestinationStatus, PackageType, Price, Quote, UpdateDeliveryRequest } from '../provider/schemas';
+import type { CreateDeliveryRequest, DeliveryStatus, DestinationStatus, PackageType, Price, Quote } from '../provider/schemas';
 
 /** The order as the order system sends it; `reference_number` is set from the reference. */
 export type DeliveryOrder = Omit<CreateDeliveryRequest, 'reference_number'>;
@@ -44,6 +42,13 @@ export interface DeliveryWorkflowInput {
 
 /** A quote as `quoteOnly` returns it: with the fingerprint of the inputs it was given for. */
 export type CarriedQuote = Quote & { fingerprint: string };
+
+/** Everything the tracker (workflows/state.ts) carries over a continue-as-new. */
+export interface TrackerSnapshot {
+  state: DeliveryState;
+  ranks: Record<string, number>;
+  seenEventIds: string[];
+}
 
 /** What a delivery carries into its next run: the whole state, timeline included. */
 export interface ResumeState {
@@ -126,9 +131,3 @@ export function timelineTotal(state: Pick<DeliveryState, 'timeline' | 'timelineD
 
 /** What the workflow returns when the delivery has ended. */
 export type DeliveryResult = DeliveryState;
-
-export const statusChangedSignal = defineSignal<[StatusChange]>('statusChanged');
-export const statusQuery = defineQuery<DeliveryState>('status');
-export const updateDeliveryUpdate = defineUpdate<DeliveryState, [UpdateDeliveryRequest]>('updateDelivery');
-export const approveQuoteUpdate = defineUpdate<DeliveryState, []>('approveQuote');
-export const rejectQuoteUpdate = defineUpdate<DeliveryState, [reason: string]>('rejectQuote');

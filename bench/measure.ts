@@ -1,12 +1,15 @@
 /**
- * Load shapes shared by the webhooks benchmark (bench/webhooks.ts, the bridge side) and its
- * raw-signal baseline (bench/raw-signals.ts, a process of its own), so both sides are driven
- * the same way: a closed-loop pool at fixed concurrency, and an open loop at fixed arrival times.
- * The /proc readings of CPU time are also used by the scale benchmark.
+ * What the benchmarks share to load and measure: percentiles, a closed-loop pool at fixed
+ * concurrency, an open loop at fixed arrival times, one-at-a-time calls, and /proc readings of
+ * CPU time. The webhooks benchmark and its raw-signal baseline (a process of its own) are driven
+ * through the same loops, so both sides are loaded the same way.
  */
 import { readFileSync } from 'node:fs';
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** What a benchmark returns to bench/main.ts: its figures, or its figures and SVG charts drawn from its samples (bench/charts.ts). */
+export type BenchmarkOutput = Record<string, number | string> | { figures: Record<string, number | string>; charts: Record<string, string> };
 
 export interface Latencies {
   p50: number;
@@ -15,8 +18,9 @@ export interface Latencies {
   count: number;
 }
 
-export function percentile(sorted: number[], p: number): number {
-  return Number(sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]!.toFixed(2));
+/** The value at fraction `p` (0.5, 0.99) of sorted values, with `digits` decimals. */
+export function percentile(sorted: number[], p: number, digits = 2): number {
+  return Number(sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]!.toFixed(digits));
 }
 
 export function summarize(latencies: number[]): Latencies {
@@ -24,13 +28,16 @@ export function summarize(latencies: number[]): Latencies {
   return { p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99), max: Number(sorted.at(-1)!.toFixed(2)), count: sorted.length };
 }
 
-/** Runs `one` over the items with `concurrency` callers; answers items per second. */
-export async function pool<T>(items: T[], concurrency: number, one: (item: T) => Promise<void>): Promise<number> {
+/** Runs `one` over the items (and their index) with `concurrency` callers; answers items per second. */
+export async function pool<T>(items: T[], concurrency: number, one: (item: T, index: number) => Promise<void>): Promise<number> {
   let next = 0;
   const started = performance.now();
   await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (next < items.length) await one(items[next++]!);
+    Array.from({ length: Math.min(concurrency, items.length) }, async () => {
+      while (next < items.length) {
+        const i = next++;
+        await one(items[i]!, i);
+      }
     }),
   );
   return items.length / ((performance.now() - started) / 1000);

@@ -1,0 +1,15 @@
+/** The Temporal priority of a delivery's workflow and activity tasks. */
+import type { Priority } from '@temporalio/common';
+
+/**
+ * Food first, from the first task on: a food delivery's workflow (and so its workflow and
+ * activity tasks) carries a higher Temporal priority than others (lower key first; the server's
+ * default key is 3 of 5). When a burst of orders backs up in the delivery task queue, food
+ * workflows reach the pacing gate first and get the first window's slots, where the gate's own
+ * food-first queue order cannot help because nothing is queued there yet. Needs a
+ * server with the priority matcher (`matching.useNewMatcher`, docs/operations.md); a server
+ * without it ignores the key.
+ */
+export function deliveryPriority(isFood: boolean): Priority {
+  return { priorityKey: isFood ? 1 : 3 };
+}

@@ -1,0 +1,228 @@
+/**
+ * The project's own processes (simulator, worker, bridge, codec server, bench scripts), run as an
+ * operator runs them (`node --import tsx <entry>`) and configured only through their environment:
+ * one helper for `npm start`, `npm run cluster`, the integration tests and the benchmarks.
+ * A group keeps its processes' output, prefixed with each one's name, so a failure can show it;
+ * a chatty process can write to a file instead (`logFile`), which costs the caller's event loop
+ * nothing (the bridge logs a line per webhook while a benchmark measures it).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { closeSync, existsSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { stopProcess } from './temporal-dev-server';
+
+export const ROOT = join(__dirname, '..');
+
+/** Entry point and "ready" line of each service. */
+export const ENTRY = {
+  simulator: { entry: 'simulator/main.ts', ready: /listening on/ },
+  worker: { entry: 'worker/main.ts', ready: /^worker: task queue/m },
+  bridge: { entry: 'bridge/main.ts', ready: /^bridge: listening/m },
+  codec: { entry: 'temporal/codec-server.ts', ready: /^codec: listening/m },
+} as const;
+
+export interface ProcessSpec {
+  /** Shown before each line of its output, e.g. `worker#3`. */
+  name: string;
+  /** Path of the entry point from the repository root. */
+  entry: string;
+  /** Added to the environment. */
+  env: NodeJS.ProcessEnv;
+  /** Started once its output matches this; without it, at once. */
+  ready?: RegExp;
+  /** 0: wait for the ready line as long as it takes. */
+  startTimeoutMs?: number;
+  /** Node flags before the entry, e.g. --max-old-space-size=512 or --cpu-prof. */
+  nodeArgs?: string[];
+  /** Leave out the caller's own TEMPORAL_*, DELIVERY_*, PROVIDER_*, WORKER_*, SIMULATOR_* and BRIDGE_* settings. */
+  isolated?: boolean;
+  /** Output to a file of its own instead of through the caller (see output()). */
+  logFile?: boolean;
+  /** Keep stdin and stdout as pipes (a process that answers on stdout); stderr still goes to the file. */
+  interactive?: boolean;
+}
+
+export interface Exit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+export interface RunningProcess {
+  readonly name: string;
+  readonly child: ChildProcess;
+  readonly pid: number | undefined;
+  /** Settles when the process has exited, however it ended. */
+  readonly exited: Promise<Exit>;
+  readonly running: boolean;
+  /** Sends the signal and waits for the process to be gone. */
+  kill(signal?: NodeJS.Signals): Promise<Exit>;
+  /** SIGTERM, then SIGKILL after a grace period. */
+  stop(graceMs?: number): Promise<void>;
+  /** What it has said so far: with `logFile`, the file's content; else its last 200,000 characters. */
+  output(): string;
+  /** Deletes its log file, if any. */
+  removeLog(): void;
+}
+
+export interface ProcessGroupOptions {
+  /** How much output is kept (the oldest is dropped); everything by default. */
+  maxOutputChars?: number;
+  /** Also print every line, prefixed, on this process's stdout (a local stack's console). */
+  echo?: boolean;
+  /** Called when a process exits before stopAll(): a local stack stops then. */
+  onUnexpectedExit?: (name: string, how: string) => void;
+}
+
+const isolatedEnv = (): NodeJS.ProcessEnv => Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^(TEMPORAL_|DELIVERY_|PROVIDER_|WORKER_|SIMULATOR_|BRIDGE_)/.test(k)));
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** What output() keeps of a process whose output goes through the group. */
+const OWN_OUTPUT_CHARS = 200_000;
+
+/** The processes of one test file, benchmark or local stack, with their output. */
+export class ProcessGroup {
+  private chunks: string[] = [];
+  private size = 0;
+  private stopping = false;
+  private readonly running = new Set<RunningProcess>();
+
+  constructor(private readonly o: ProcessGroupOptions = {}) {}
+
+  /** Everything the processes (and the caller, through log()) said, oldest first. */
+  get output(): string {
+    return this.chunks.join('');
+  }
+
+  /** The last `chars` characters of the output (of the lines `keep` accepts), for failure messages. */
+  tail(chars = 6_000, keep?: (line: string) => boolean): string {
+    const text = keep ? this.output.split('\n').filter(keep).join('\n') : this.output;
+    return text.slice(-chars);
+  }
+
+  log(name: string, text: string): void {
+    const line = text
+      .split('\n')
+      .filter((l, i, all) => l !== '' || i < all.length - 1)
+      .map((l) => `[${name}] ${l}\n`)
+      .join('');
+    if (this.o.echo) process.stdout.write(line);
+    this.chunks.push(line);
+    this.size += line.length;
+    while (this.size > (this.o.maxOutputChars ?? Number.POSITIVE_INFINITY) && this.chunks.length > 1) this.size -= this.chunks.shift()!.length;
+  }
+
+  /** Starts a process and waits until it says it is ready; rejects, with its output, if it exits first. */
+  async start(spec: ProcessSpec): Promise<RunningProcess> {
+    const logFile = spec.logFile || spec.interactive ? join(tmpdir(), `delivery-${process.pid}-${spec.name.replace(/[^\w.-]/g, '_')}.log`) : undefined;
+    const fd = logFile ? openSync(logFile, 'w') : undefined;
+    const child = spawn(process.execPath, [...(spec.nodeArgs ?? []), '--import', 'tsx', join(ROOT, spec.entry)], {
+      cwd: ROOT,
+      env: { ...(spec.isolated ? isolatedEnv() : process.env), ...spec.env },
+      stdio: fd === undefined ? ['ignore', 'pipe', 'pipe'] : [spec.interactive ? 'pipe' : 'ignore', spec.interactive ? 'pipe' : fd, fd],
+    });
+    if (fd !== undefined) closeSync(fd);
+    // 'close' comes after the output has been read to its end.
+    const exited = new Promise<Exit>((resolve) => child.once('close', (code, signal) => resolve({ code, signal })));
+    let said = ''; // this process's own output (names repeat across a group's life)
+    const proc: RunningProcess = {
+      name: spec.name,
+      child,
+      pid: child.pid,
+      exited,
+      get running() {
+        return child.exitCode === null && child.signalCode === null;
+      },
+      async kill(signal: NodeJS.Signals = 'SIGKILL') {
+        if (proc.running) child.kill(signal);
+        return exited;
+      },
+      stop: async (graceMs?: number) => {
+        await stopProcess(child, graceMs);
+        await exited;
+      },
+      output: () => (logFile ? (existsSync(logFile) ? readFileSync(logFile, 'utf8') : '') : said),
+      removeLog: () => logFile && rmSync(logFile, { force: true }),
+    };
+    this.running.add(proc);
+    void exited.then(({ code, signal }) => {
+      this.running.delete(proc);
+      if (!this.stopping) this.o.onUnexpectedExit?.(spec.name, String(signal ?? code));
+    });
+    if (fd === undefined) this.collect(spec.name, child, (text) => (said = (said + text).slice(-OWN_OUTPUT_CHARS)));
+    if (spec.ready) await this.waitReady(proc, spec.ready, spec.startTimeoutMs ?? 60_000);
+    return proc;
+  }
+
+  /** Whole lines only, so a JSON log line or the ready line is never cut in two. */
+  private collect(name: string, child: ChildProcess, own: (text: string) => void): void {
+    for (const stream of [child.stdout!, child.stderr!]) {
+      let partial = '';
+      stream.on('data', (chunk: Buffer) => {
+        const text = partial + chunk.toString();
+        const end = text.lastIndexOf('\n') + 1;
+        partial = text.slice(end);
+        if (end > 0) this.lines(name, text.slice(0, end), own);
+      });
+      stream.on('end', () => partial && this.lines(name, partial + '\n', own));
+    }
+  }
+
+  private lines(name: string, text: string, own: (text: string) => void): void {
+    own(text);
+    this.log(name, text);
+  }
+
+  private async waitReady(proc: RunningProcess, ready: RegExp, timeoutMs: number): Promise<void> {
+    const deadline = timeoutMs > 0 ? Date.now() + timeoutMs : Number.POSITIVE_INFINITY;
+    for (;;) {
+      if (ready.test(proc.output())) return;
+      const why = !proc.running ? `exited (${proc.child.signalCode ?? `code ${proc.child.exitCode}`}) before it was ready` : Date.now() > deadline ? `did not start within ${timeoutMs} ms` : undefined;
+      if (why) {
+        await proc.kill('SIGKILL');
+        throw new Error(`${proc.name} ${why}:\n${proc.output().slice(-6_000)}`);
+      }
+      await sleep(50);
+    }
+  }
+
+  /** Stops every process still running (SIGTERM, then SIGKILL) and waits for the end of their output; their exits are expected from now on. */
+  async stopAll(): Promise<void> {
+    this.stopping = true;
+    await Promise.all([...this.running].map((p) => p.stop()));
+    this.stopping = false;
+  }
+}
+
+let bundleFile: Promise<string> | undefined;
+
+/**
+ * The workflows bundled once per process, in a file for the worker's WORKER_WORKFLOW_BUNDLE: a
+ * worker process then starts (and restarts) in about a second instead of bundling them itself.
+ */
+export function workflowBundleFile(): Promise<string> {
+  // Loaded here, not at the top: a local stack's own process needs no worker SDK.
+  bundleFile ??= import('../worker/worker').then(({ bundleWorkflows }) => bundleWorkflows()).then(({ code }) => {
+    const file = join(tmpdir(), `delivery-workflows-${process.pid}.js`);
+    writeFileSync(file, code);
+    return file;
+  });
+  return bundleFile;
+}
+
+export async function removeWorkflowBundleFile(): Promise<void> {
+  if (bundleFile) rmSync(await bundleFile, { force: true });
+  bundleFile = undefined;
+}
+
+/**
+ * The services of a local stack (`npm start`, `npm run cluster`): every line on the console, a
+ * service that exits early reported (the stack then stops), and no limit on how long a service
+ * takes to be ready (a worker bundles its workflows first).
+ */
+export function stackServices(onUnexpectedExit: (name: string, how: string) => void) {
+  const group = new ProcessGroup({ echo: true, maxOutputChars: 1_000_000, onUnexpectedExit });
+  return {
+    start: (name: string, entry: string, env: NodeJS.ProcessEnv, ready: RegExp) => group.start({ name, entry, env, ready, startTimeoutMs: 0 }),
+    stop: () => group.stopAll(),
+  };
+}
