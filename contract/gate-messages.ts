@@ -47,7 +47,8 @@ export interface GateRequest {
 }
 
 export type GateAnswer = { n: number } & (
-  | { quote: Quote; shared: boolean }
+  /** `creating`: the gate creates next (a quote asked with `create`), and its answer follows. */
+  | { quote: Quote; shared: boolean; creating?: true }
   | { delivery: DeliveryRecord; quote?: Quote } // `quote`: the quote asked for with `create`
   | { failure: { type: string; message: string } }
   /** The gate continued as new without carrying the queue: ask again (the place is kept, and whether an attempt may have reached the provider). */

@@ -129,6 +129,15 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
     tracker.note(now(), note);
     setPhase('ended');
   };
+  /** Records the quote once, whichever message brings it first. */
+  const takeQuote = (quote: Quote, shared = false): boolean => {
+    if (state.quote) return false;
+    state.quote = quote;
+    upsertSearchAttributes([{ key: QuotedPrice, value: quote.price.amount }]);
+    if (shared) tracker.note(now(), 'reusing the valid quote of an identical order: no quote asked for');
+    tracker.note(now(), `quoted ${formatMoney(quote.price)}`);
+    return true;
+  };
   const takeRecord = (record: DeliveryRecord, source: 'provider' | 'reconciliation' = 'provider') => {
     const before = state.status;
     tracker.applyRecord(record, source, now());
@@ -193,12 +202,11 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
   try {
     await checked.passed; // before any provider call or pacing request
     pacing = await pacingSettings();
-    gate = pacing.pacing === 'gate' ? new GateCalls(pacing) : undefined;
+    // The gate tells of the quote while it goes on to create (a quote within the maximum price).
+    gate = pacing.pacing === 'gate' ? new GateCalls(pacing, (quote, shared) => takeQuote(quote, shared) && setPhase('creating')) : undefined;
     refreshDetails();
-    const { quote, delivery } = await obtainQuote();
-    state.quote = quote;
-    upsertSearchAttributes([{ key: QuotedPrice, value: quote.price.amount }]);
-    tracker.note(now(), `quoted ${formatMoney(quote.price)}`);
+    const { quote, delivery, shared } = await obtainQuote();
+    takeQuote(quote, shared);
     // Created right after the quote (within the maximum price): a cancellation meanwhile is handled by follow().
     created = delivery;
     if (!created && input.maxPrice) await priceGuard(input, quote);
@@ -226,7 +234,7 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
    * Through the gate, the delivery comes with it when the quote is within the maximum price: the
    * gate creates right after quoting, at the order's place in its queue.
    */
-  async function obtainQuote(): Promise<{ quote: Quote; delivery?: DeliveryRecord }> {
+  async function obtainQuote(): Promise<{ quote: Quote; shared?: boolean; delivery?: DeliveryRecord }> {
     const summary = `quote ${request.destinations.length} stop(s)`;
     if (!gate) return { quote: await act.quotes.quoteDelivery.executeWithOptions(act.labelled('quotes', summary), [request]) };
     const fingerprint = quoteFingerprint(request);
@@ -238,9 +246,7 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
       }
       tracker.note(now(), input.quote.fingerprint === fingerprint ? 'the quote the order carries is about to expire: asking for a new one' : 'the quote the order carries is for other inputs: asking for a new one');
     }
-    const answer = await gate.call('quotes', request, { food: request.is_food, fingerprint, create: { maxPrice: input.maxPrice } });
-    if (answer.shared) tracker.note(now(), 'reusing the valid quote of an identical order: no quote asked for');
-    return answer;
+    return gate.call('quotes', request, { food: request.is_food, fingerprint, create: { maxPrice: input.maxPrice } });
   }
 
   async function create(): Promise<DeliveryRecord> {

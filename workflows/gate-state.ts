@@ -55,7 +55,7 @@ export class GateState {
     const waiting: Waiting = { ...r, retryAt: 0, attempts: 0, unclear: r.unclear ?? false };
     if (quote) {
       this.s.counts.shared++;
-      return this.createAfter(waiting, quote) ? undefined : { n: r.n, quote, shared: true };
+      return { n: r.n, quote, shared: true, ...(this.createAfter(waiting, quote) && { creating: true as const }) };
     }
     this.enqueue(waiting);
     return undefined;
@@ -74,7 +74,7 @@ export class GateState {
     return { n: r.n, withdrawn: true };
   }
 
-  /** A quote asked for with `create` and within its maximum: the creation is queued at the order's place, answered with the quote. */
+  /** A quote asked for with `create` and within its maximum: the creation is queued at the order's place, and answered with the quote. */
   private createAfter(r: Waiting, quote: Quote): boolean {
     const max = r.create?.maxPrice;
     if (!r.create || (max && (max.currency !== quote.price.currency || quote.price.amount > max.amount))) return false;
@@ -127,7 +127,8 @@ export class GateState {
         o.failing = [];
         o.probes = 0;
         const quote = outcome.quote;
-        const mine: Addressed[] = quote && !call.withdrawn && this.createAfter(req, quote) ? [] : [{ to: req.from, answer: outcome.answer }];
+        const creating = quote !== undefined && !call.withdrawn && this.createAfter(req, quote);
+        const mine: Addressed[] = [{ to: req.from, answer: creating ? { ...outcome.answer, creating } : outcome.answer }];
         if (!quote || req.fingerprint === undefined) return mine;
         // Identical orders waiting for this quote get it too.
         this.s.quotes = [...this.s.quotes.filter((q) => q.fingerprint !== req.fingerprint), { fingerprint: req.fingerprint, quote }].slice(-QUOTE_CACHE_LIMIT);
@@ -135,7 +136,7 @@ export class GateState {
         const twins = this.waiting.filter((x) => x.fingerprint === req.fingerprint);
         this.waiting = this.waiting.filter((x) => x.fingerprint !== req.fingerprint);
         this.s.counts.shared += twins.length;
-        return [...mine, ...twins.filter((t) => !this.createAfter(t, quote)).map((t) => ({ to: t.from, answer: { n: t.n, quote, shared: true } }))];
+        return [...mine, ...twins.map((t) => ({ to: t.from, answer: { n: t.n, quote, shared: true, ...(this.createAfter(t, quote) && { creating: true as const }) } }))];
       }
       case 'rate_limited':
         this.s.pausedUntil[family] = Math.max(this.s.pausedUntil[family], now + outcome.retryAfterMs);

@@ -145,9 +145,13 @@ export class GateCalls {
   private readonly answers = new Map<number, GateAnswer>();
   private n = 0;
 
-  constructor(private readonly config: Pick<GateConfig, 'callTimeoutMs' | 'leadMs'>) {
+  /** `onQuoted`: the quote of a request asked with `create`, while the gate goes on to create. */
+  constructor(
+    private readonly config: Pick<GateConfig, 'callTimeoutMs' | 'leadMs'>,
+    onQuoted?: (quote: Quote, shared: boolean) => void,
+  ) {
     // Keyed by number: a repeated answer is for a number already taken, and never read.
-    setHandler(gateAnswerSignal, (a) => void this.answers.set(a.n, a));
+    setHandler(gateAnswerSignal, (a) => void ('creating' in a ? onQuoted?.(a.quote, a.shared) : this.answers.set(a.n, a)));
   }
 
   /**

@@ -163,7 +163,8 @@ describe('GateState', () => {
     const calls = g.take(0);
     expect(calls.map((c) => [c.req.from, c.req.family])).toEqual([['wf-1', 'creations'], ['wf-2', 'quotes'], ['wf-3', 'quotes']]);
     const answered = (c: Call) => ({ kind: 'answered' as const, quote: quote(10_000), answer: { n: c.req.n, quote: quote(10_000), shared: false } });
-    expect(g.done(calls[1]!, answered(calls[1]!), 10)).toEqual([]); // 9.90 EUR ≤ 10.00 EUR: its creation is queued, no answer yet
+    // 9.90 EUR ≤ 10.00 EUR: its creation is queued, and the order hears of its quote meanwhile
+    expect(g.done(calls[1]!, answered(calls[1]!), 10)).toEqual([{ to: 'wf-2', answer: { n: 1, quote: quote(10_000), shared: false, creating: true } }]);
     expect(g.done(calls[2]!, answered(calls[2]!), 10)).toEqual([{ to: 'wf-3', answer: { n: 1, quote: quote(10_000), shared: false } }]); // over 5.00 EUR: the order decides
     g.done(calls[0]!, ok(calls[0]!), 20);
     const [creation] = g.take(1_030);
@@ -180,9 +181,12 @@ describe('GateState', () => {
     const [call] = g.take(0);
     g.withdraw({ from: 'wf-1', n: 1 });
     const answers = g.done(call!, { kind: 'answered', quote: quote(10_000), answer: { n: 1, quote: quote(10_000), shared: false } }, 10);
-    expect(answers).toEqual([{ to: 'wf-1', answer: { n: 1, quote: quote(10_000), shared: false } }]); // no creation for the cancelled order
+    expect(answers).toEqual([
+      { to: 'wf-1', answer: { n: 1, quote: quote(10_000), shared: false } }, // no creation for the cancelled order
+      { to: 'wf-2', answer: { n: 1, quote: quote(10_000), shared: true, creating: true } },
+    ]);
     expect(g.take(10).map((c) => [c.req.from, c.req.family])).toEqual([['wf-2', 'creations']]); // its twin's creation
-    expect(g.request(q(3), 20)).toBeUndefined(); // a later twin: created from the shared quote
+    expect(g.request(q(3), 20)).toEqual({ n: 1, quote: quote(10_000), shared: true, creating: true }); // a later twin: created from the shared quote
     expect(g.take(20).map((c) => c.req.from)).toEqual(['wf-3']);
   });
 });
