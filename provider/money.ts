@@ -12,6 +12,11 @@ const DECIMALS: Record<string, number> = {
   CLF: 4, UYW: 4,
 };
 
+/** The price guard's rule: a price at most `max`, in the same currency (another currency is never within it). */
+export function withinMaxPrice(price: { amount: number; currency: string }, max: { amount: number; currency: string }): boolean {
+  return price.currency === max.currency && price.amount <= max.amount;
+}
+
 export function formatMoney(p: { amount: number; currency: string }): string {
   const decimals = DECIMALS[p.currency] ?? 2;
   const sign = p.amount < 0 ? '-' : '';

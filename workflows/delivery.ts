@@ -26,7 +26,7 @@ import {
 } from '@temporalio/workflow';
 import type { ProviderActivities } from '../activities/provider-activities';
 import { canUpdate, isTerminalDestination } from '../provider/lifecycle';
-import { formatMoney } from '../provider/money';
+import { formatMoney, withinMaxPrice } from '../provider/money';
 import type { CallFamily } from '../provider/limits';
 import type { CreateDeliveryRequest, DeliveryRecord, Quote, UpdateDeliveryRequest } from '../provider/schemas';
 import { describeIssues, fieldIssues } from '../provider/validation';
@@ -360,7 +360,7 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
         nonRetryable: true,
       });
     }
-    if (quote.price.amount <= max.amount) return;
+    if (withinMaxPrice(quote.price, max)) return;
 
     setPhase('awaiting_approval');
     const timeoutMs = input.approvalTimeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS;

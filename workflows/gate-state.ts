@@ -1,4 +1,5 @@
 /** The gate's bookkeeping, pure and deterministic: the gate workflow drives it, unit tests drive it with plain numbers. */
+import { withinMaxPrice } from '../provider/money';
 import type { Quote } from '../provider/schemas';
 import { GATED_FAMILIES, type GateAnswer, type GateConfig, type GatedFamily, type GateRequest } from '../contract/gate-messages';
 
@@ -55,7 +56,7 @@ export class GateState {
     const waiting: Waiting = { ...r, retryAt: 0, attempts: 0, unclear: r.unclear ?? false };
     if (quote) {
       this.s.counts.shared++;
-      return { n: r.n, quote, shared: true, ...(this.createAfter(waiting, quote) && { creating: true as const }) };
+      return this.quoteAnswer(waiting, quote, true);
     }
     this.enqueue(waiting);
     return undefined;
@@ -74,12 +75,15 @@ export class GateState {
     return { n: r.n, withdrawn: true };
   }
 
-  /** A quote asked for with `create` and within its maximum: the creation is queued at the order's place, and answered with the quote. */
-  private createAfter(r: Waiting, quote: Quote): boolean {
+  /**
+   * A quote's answer to the order that asked. Asked with `create` and within its maximum price,
+   * the creation is queued at the order's place, and the answer says `creating`.
+   */
+  private quoteAnswer(r: Waiting, quote: Quote, shared: boolean): GateAnswer {
     const max = r.create?.maxPrice;
-    if (!r.create || (max && (max.currency !== quote.price.currency || quote.price.amount > max.amount))) return false;
+    if (!r.create || (max && !withinMaxPrice(quote.price, max))) return { n: r.n, quote, shared };
     this.enqueue({ ...r, family: 'creations', fingerprint: undefined, create: undefined, quote, retryAt: 0, attempts: 0, unclear: false });
-    return true;
+    return { n: r.n, quote, shared, creating: true };
   }
 
   /** The calls to make now: every slot free now or within the lead time goes to the first eligible request. */
@@ -127,8 +131,8 @@ export class GateState {
         o.failing = [];
         o.probes = 0;
         const quote = outcome.quote;
-        const creating = quote !== undefined && !call.withdrawn && this.createAfter(req, quote);
-        const mine: Addressed[] = [{ to: req.from, answer: creating ? { ...outcome.answer, creating } : outcome.answer }];
+        // A withdrawn order hears of its quote, and is never created.
+        const mine: Addressed[] = [{ to: req.from, answer: quote && !call.withdrawn ? this.quoteAnswer(req, quote, false) : outcome.answer }];
         if (!quote || req.fingerprint === undefined) return mine;
         // Identical orders waiting for this quote get it too.
         this.s.quotes = [...this.s.quotes.filter((q) => q.fingerprint !== req.fingerprint), { fingerprint: req.fingerprint, quote }].slice(-QUOTE_CACHE_LIMIT);
@@ -136,7 +140,7 @@ export class GateState {
         const twins = this.waiting.filter((x) => x.fingerprint === req.fingerprint);
         this.waiting = this.waiting.filter((x) => x.fingerprint !== req.fingerprint);
         this.s.counts.shared += twins.length;
-        return [...mine, ...twins.map((t) => ({ to: t.from, answer: { n: t.n, quote, shared: true, ...(this.createAfter(t, quote) && { creating: true as const }) } }))];
+        return [...mine, ...twins.map((t) => ({ to: t.from, answer: this.quoteAnswer(t, quote, true) }))];
       }
       case 'rate_limited':
         this.s.pausedUntil[family] = Math.max(this.s.pausedUntil[family], now + outcome.retryAfterMs);

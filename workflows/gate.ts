@@ -83,7 +83,8 @@ export async function pacingGate(input: { taskQueue: string; config: GateConfig;
         );
       }
     }
-    if (outbox.length > 0) track(draining ? local.answerDeliveries(outbox.splice(0)) : answerDeliveries.executeWithOptions({ summary: `answer ${outbox.length} deliveries` }, [outbox.splice(0)]));
+    const batch = outbox.splice(0);
+    if (batch.length > 0) track(draining ? local.answerDeliveries(batch) : answerDeliveries.executeWithOptions({ summary: `answer ${batch.length} deliveries` }, [batch]));
     const { counts, config } = gate.s;
     setCurrentDetails(`**pacing gate** · creations ${config.limits.creations.limit} per ${config.limits.creations.windowMs / 1000} s · quotes ${config.limits.quotes.limit} per ${config.limits.quotes.windowMs / 1000} s · ${gate.waiting.length} waiting · ${gate.inFlight.size} calls out · ${counts.calls} calls · ${counts.shared} quotes shared`);
     if (draining) {
