@@ -6,10 +6,11 @@
  * faults. Skipped, saying so, where no Chromium is installed (`.ci/run` installs it).
  * DOCS_SCREENSHOT=1 also refreshes docs/images/sim-dashboard.png from the test's screenshot.
  */
-import { copyFileSync, existsSync, mkdtempSync } from 'node:fs';
+import { copyFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
+import { describeIfChromium, launchChromium } from '../helpers/chromium';
 import { generateWebhookSecret } from '../../provider/webhook-signature';
 import type { DashboardView } from '../../simulator/dashboard';
 import { rawRequest } from '../helpers/http';
@@ -93,10 +94,7 @@ describe('GET /_sim/overview', () => {
   });
 });
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const hasChromium = existsSync(CHROMIUM);
-if (!hasChromium) console.warn(`simulator-dashboard.test.ts: browser test skipped, no Chromium at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)`);
-const describeWithChromium = hasChromium ? describe : describe.skip;
+const describeWithChromium = describeIfChromium('simulator-dashboard.test.ts');
 
 describeWithChromium('the /_sim dashboard in headless Chromium', () => {
   let s: Started;
@@ -106,10 +104,7 @@ describeWithChromium('the /_sim dashboard in headless Chromium', () => {
     s = await startSimulator();
     rx = await startReceiver();
     s.sim.setWebhookEndpoint({ url: rx.url, secret });
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    });
+    browser = await launchChromium();
   }, 60_000);
   afterAll(async () => {
     await browser?.close();

@@ -5,9 +5,10 @@
  * destination's tracking link must be visible to the operator; a screenshot is kept in
  * test/artifacts/. Skipped, saying so, where no Chromium is installed (`.ci/run` installs it).
  */
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
+import { describeIfChromium, launchChromium } from '../helpers/chromium';
 import { createCodecServer } from '../../temporal/codec-server';
 import { generatePayloadKey, payloadCodecFromEnv } from '../../temporal/payload-codec';
 import { ensureTemporalCli } from '../../scripts/temporal-cli';
@@ -15,11 +16,8 @@ import { freePort, startDevServer, type DevServer } from '../../scripts/temporal
 import { deliveryRequest } from '../fixtures/orders';
 import { deliverToTheEnd, eventually, startStack, type Stack } from '../helpers/stack';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const ARTIFACTS = join(__dirname, '../artifacts');
-const hasChromium = existsSync(CHROMIUM);
-if (!hasChromium) console.warn(`web-ui.test.ts: skipped, no Chromium at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)`);
-const describeWithChromium = hasChromium ? describe : describe.skip;
+const describeWithChromium = describeIfChromium('web-ui.test.ts');
 
 describeWithChromium('the delivery in the Temporal Web UI', () => {
   const codec = payloadCodecFromEnv({ DELIVERY_PAYLOAD_KEYS: generatePayloadKey('ui') })!;
@@ -35,10 +33,7 @@ describeWithChromium('the delivery in the Temporal Web UI', () => {
     const codecUrl = await codecServer.listen(0);
     server = await startDevServer({ cli: await ensureTemporalCli(), uiPort, extraArgs: ['--ui-codec-endpoint', codecUrl] });
     stack = await startStack({ dataConverter: { payloadCodecs: [codec] }, temporalAddress: server.address });
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    });
+    browser = await launchChromium();
   }, 120_000);
 
   afterAll(async () => {
