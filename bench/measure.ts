@@ -1,12 +1,64 @@
 /**
- * What the benchmarks share to load and measure: percentiles, a closed-loop pool at fixed
- * concurrency, an open loop at fixed arrival times, one-at-a-time calls, and /proc readings of
- * CPU time. The webhooks benchmark and its raw-signal baseline (a process of its own) are driven
- * through the same loops, so both sides are loaded the same way.
+ * What the benchmarks share to load and measure: settings from the environment, progress lines,
+ * percentiles, a closed-loop pool at fixed concurrency, an open loop at fixed arrival times,
+ * one-at-a-time calls, and /proc readings of CPU time and memory. The webhooks benchmark and its
+ * raw-signal baseline (a process of its own) are driven through the same loops, so both sides are
+ * loaded the same way.
  */
 import { readFileSync } from 'node:fs';
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * A benchmark's counts and settings from `<PREFIX>_BENCH_<NAME>` (e.g. SCALE_BENCH_DELIVERIES),
+ * each a non-negative number; `overrides` lists the ones set, for the figures. bench/main.ts
+ * writes every `*_BENCH_*` variable into the result's command, so a run can be repeated as it was.
+ */
+export function benchSettings(prefix: string) {
+  const overrides: string[] = [];
+  const num = (name: string, fallback: number): number => {
+    const key = `${prefix}_BENCH_${name}`;
+    const text = process.env[key];
+    if (text === undefined || text === '') return fallback;
+    const value = Number(text);
+    if (!Number.isFinite(value) || value < 0) throw new Error(`${key} must be a non-negative number, not "${text}"`);
+    overrides.push(`${name}=${value}`);
+    return value;
+  };
+  return { num, overrides };
+}
+
+/** Progress lines on stderr, `[name 42s] ...` with the seconds since the benchmark began. */
+export function progressLog(name: string): (line: string) => void {
+  const t0 = Date.now();
+  return (line) => process.stderr.write(`[${name} ${Math.round((Date.now() - t0) / 1000)}s] ${line}\n`);
+}
+
+/** Prints `line()` every `everyMs` until the returned function is called: long waits show progress. */
+export function ticker(progress: (line: string) => void, line: () => string, everyMs = 5_000): () => void {
+  const timer = setInterval(() => progress(line()), everyMs);
+  return () => clearInterval(timer);
+}
+
+/** The steps that undo a benchmark's setup, run last-added first, each failure reported and passed over. */
+export class Cleanup {
+  private readonly steps: (() => unknown)[] = [];
+  add(step: () => unknown): void {
+    this.steps.unshift(step);
+  }
+  async run(progress: (line: string) => void): Promise<void> {
+    for (const step of this.steps.splice(0)) await Promise.resolve().then(step).catch((e: Error) => progress(`cleanup: ${e.message}`));
+  }
+}
+
+export function shuffled<T>(xs: readonly T[]): T[] {
+  const out = [...xs];
+  for (let i = out.length - 1; i > 0; i--) {
+    const j = Math.floor(Math.random() * (i + 1));
+    [out[i], out[j]] = [out[j]!, out[i]!];
+  }
+  return out;
+}
 
 /** What a benchmark returns to bench/main.ts: its figures, or its figures and SVG charts drawn from its samples (bench/charts.ts). */
 export type BenchmarkOutput = Record<string, number | string> | { figures: Record<string, number | string>; charts: Record<string, string> };
@@ -84,6 +136,18 @@ export function processCpuSeconds(pid: number | undefined): number | undefined {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A process's resident memory now (VmRSS) and at its peak (VmHWM), in MiB, from /proc; undefined when it is gone. */
+export function processMemoryMiB(pid: number | undefined): { rss: number; peak: number } | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const mib = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1] ?? NaN) / 1024;
+    return { rss: mib('VmRSS'), peak: mib('VmHWM') };
   } catch {
     return undefined;
   }
