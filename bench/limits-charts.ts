@@ -1,8 +1,4 @@
-/**
- * The limits benchmark's charts, from each approach's own samples: provider calls in the trailing
- * window against the limit line (quotes and creations), and the backlog's drain against the least
- * possible. Times are seconds since the approach's first order was started.
- */
+/** The limits benchmark's charts: provider calls in the trailing window against the limit, and the backlog's drain against the least possible. */
 import type { RateLimit } from '../provider/limits';
 import { lineChart, trailingWindowSeries, type Series } from './charts';
 
