@@ -170,7 +170,7 @@ async function measureStarts(deliveries: DeliveryClient, raw: Client, references
   ].map((side) => ({ ...side, seconds: 0, rates: [] as number[] }));
   const chunks = Math.min(10, RAW_STARTS);
   let started = 0;
-  const stopTick = ticker(progress, () => `started ${started} of ${references.length} deliveries and ${RAW_STARTS} raw starts`);
+  const stopTick = ticker(progress, () => `started ${started} of ${references.length + RAW_STARTS} (${references.length} deliveries, ${RAW_STARTS} raw starts)`);
   progress(`starting ${references.length} deliveries (startDelivery) and ${RAW_STARTS} raw workflow.start calls, concurrency ${CONCURRENCY}, ${chunks} alternating chunks, no worker running...`);
   for (let k = 0; k < chunks; k++) {
     for (const side of k % 2 === 0 ? sides : [...sides].reverse()) {
