@@ -35,14 +35,13 @@ async function main(): Promise<void> {
   const output = await BENCHMARKS[name]!.run();
   const { figures, charts } = charted(output) ? output : { figures: output, charts: {} };
   // The command, with the benchmark's own settings from the environment, repeats the run as it was.
-  const settings = Object.entries(process.env).filter(([k]) => /^[A-Z]+_BENCH_/.test(k)).map(([k, v]) => `${k}=${v}`);
+  const settings = Object.entries(process.env).flatMap(([k, v]) => (/^[A-Z]+_BENCH_/.test(k) ? [`${k}=${v}`] : []));
   const command = [...settings, `npm run bench -- ${name}${onCluster ? ' --cluster' : ''}`].join(' ');
-  const result = { name, command, machine: { cpus: cpus().length, node: process.version }, figures, finishedAt: new Date().toISOString() };
   // A partial run (e.g. one phase of a benchmark) can keep its figures apart: BENCH_RESULTS_NAME=limits-window.
   const base = process.env.BENCH_RESULTS_NAME ?? (onCluster ? `${name}-cluster` : name);
   const dir = join(__dirname, 'results');
   mkdirSync(dir, { recursive: true });
-  writeFileSync(join(dir, `${base}.json`), JSON.stringify(result, null, 2) + '\n');
+  writeFileSync(join(dir, `${base}.json`), JSON.stringify({ name, command, machine: { cpus: cpus().length, node: process.version }, figures, finishedAt: new Date().toISOString() }, null, 2) + '\n');
   console.table(figures);
   for (const [chart, svg] of Object.entries(charts)) writeFileSync(join(dir, `${base}-${chart}.svg`), svg);
   console.log(`written to bench/results/${base}.json${Object.keys(charts).map((chart) => `, ${base}-${chart}.svg`).join('')}`);
