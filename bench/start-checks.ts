@@ -1,104 +1,60 @@
 /**
- * What the delivery workflow's start check costs (issue #18), and what the same check would cost
- * inside each workflow's sandbox:
- *
- * 1. `check`: the local activity's work in the worker's thread, where zod and the contract
- *    schemas are loaded once: CPU per check of a 5-destination start input.
- * 2. `payloads`: the local activity's data path: the input to a payload and through the
- *    AES-256-GCM codec and back (what the worker does for the activity's argument), per start.
- * 3. `sandbox`: the alternative, validating in workflow code. The SDK's reusable V8 context gives
- *    each workflow instance fresh module instances, so zod and the schemas would be evaluated per
- *    instance (and again on every replay from the start). Measured as esbuild's bundle of
- *    contract/schemas.ts evaluated in a fresh `vm` context, then one check: CPU and heap per
- *    instance.
- *
- * No server, nothing else needed; about 30 seconds.
+ * What the workflow's start check costs (issue #18), 5-destination input, no server: the local
+ * activity's check in the worker's thread; its argument through the payload codec and back; and
+ * the alternative, the check in workflow code, where each instance evaluates the schemas afresh
+ * (and on replay): esbuild's bundle of contract/schemas.ts in a fresh `vm` context, per instance.
  */
-import { performance } from 'node:perf_hooks';
 import vm from 'node:vm';
 import { build } from 'esbuild';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { deliveryInputIssues } from '../activities/start-checks';
-import { AesGcmPayloadCodec, generatePayloadKey, payloadCodecFromEnv } from '../temporal/payload-codec';
+import { generatePayloadKey, payloadCodecFromEnv } from '../temporal/payload-codec';
 import { deliveryRequest } from '../test/fixtures/orders';
 
-const CHECKS = 5_000;
-const ROUND_TRIPS = 5_000;
+const CALLS = 5_000;
 const INSTANCES = 40;
 
-function input() {
-  const { reference_number: _r, ...order } = deliveryRequest({ is_food: true }, 5);
-  return { reference: 'BENCH-1', order, maxPrice: { amount: 1500, currency: 'EUR' } };
-}
-
-function cpuMs(fn: () => void): number {
-  const before = process.cpuUsage();
-  fn();
+/** CPU milliseconds per call of `one` over `times` calls, after `warm` calls that settle the JIT. */
+async function cpuMsPerCall(one: () => unknown, times: number, warm: number): Promise<number> {
+  let before = process.cpuUsage();
+  for (let i = 0; i < warm + times; i++) {
+    if (i === warm) before = process.cpuUsage();
+    const pending = one();
+    if (pending instanceof Promise) await pending; // a synchronous check is timed without an await
+  }
   const used = process.cpuUsage(before);
-  return (used.user + used.system) / 1000;
-}
-
-async function cpuMsAsync(fn: () => Promise<void>): Promise<number> {
-  const before = process.cpuUsage();
-  await fn();
-  const used = process.cpuUsage(before);
-  return (used.user + used.system) / 1000;
+  return (used.user + used.system) / 1000 / times;
 }
 
 export async function startChecksBenchmark(): Promise<Record<string, number | string>> {
-  const start = input();
+  const { reference_number: _r, ...order } = deliveryRequest({ is_food: true }, 5);
+  const start = { reference: 'BENCH-1', order, maxPrice: { amount: 1500, currency: 'EUR' } };
   const now = Date.now();
-
-  // 1. The check in the worker's thread.
-  for (let i = 0; i < 200; i++) deliveryInputIssues(start, now);
-  const checkMs = cpuMs(() => {
-    for (let i = 0; i < CHECKS; i++) if (deliveryInputIssues(start, now).length) throw new Error('the bench input must be valid');
-  });
-  console.log(`check in the worker's thread: ${((checkMs / CHECKS) * 1000).toFixed(1)} µs CPU each (${CHECKS})`);
-
-  // 2. The local activity's argument: to a payload, encrypted, decrypted, back (the SDK does this once each way).
-  const codec = payloadCodecFromEnv({ DELIVERY_PAYLOAD_KEYS: generatePayloadKey('bench') }) as AesGcmPayloadCodec;
-  const roundTrip = async () => {
-    const [enc] = await codec.encode([defaultPayloadConverter.toPayload(start)]);
-    const [dec] = await codec.decode([enc!]);
-    defaultPayloadConverter.fromPayload(dec!);
-  };
-  for (let i = 0; i < 200; i++) await roundTrip();
-  const payloadMs = await cpuMsAsync(async () => {
-    for (let i = 0; i < ROUND_TRIPS; i++) await roundTrip();
-  });
-  console.log(`argument round trip through the codec: ${((payloadMs / ROUND_TRIPS) * 1000).toFixed(1)} µs CPU each (${ROUND_TRIPS})`);
-
-  // 3. The same schemas evaluated per workflow instance, as validation in workflow code would.
+  const checkMs = await cpuMsPerCall(() => deliveryInputIssues(start, now), CALLS, 200);
+  const codec = payloadCodecFromEnv({ DELIVERY_PAYLOAD_KEYS: generatePayloadKey('bench') })!;
+  const roundTripMs = await cpuMsPerCall(async () => {
+    const [encoded] = await codec.encode([defaultPayloadConverter.toPayload(start)]);
+    defaultPayloadConverter.fromPayload((await codec.decode([encoded!]))[0]!);
+  }, CALLS, 200);
   const bundled = await build({ entryPoints: [require.resolve('../contract/schemas')], bundle: true, format: 'iife', globalName: 'contract', platform: 'neutral', mainFields: ['module', 'main'], write: false, logLevel: 'silent' });
   const script = new vm.Script(bundled.outputFiles[0]!.text + '\ncontract.DeliveryWorkflowInputSchema.safeParse(JSON.parse(globalThis.__input)).success');
   const json = JSON.stringify(start);
   const contexts: vm.Context[] = []; // kept alive, as cached workflows keep theirs
   const instance = () => {
-    const ctx = vm.createContext({ __input: json });
-    if (script.runInContext(ctx) !== true) throw new Error('the bench input must be valid in the sandbox too');
-    contexts.push(ctx);
+    const context = vm.createContext({ __input: json });
+    if (script.runInContext(context) !== true) throw new Error('the bench input must be a valid start input');
+    contexts.push(context);
   };
-  instance(); // compile once
-  contexts.length = 0;
-  (globalThis as { gc?: () => void }).gc?.();
+  const gc = (globalThis as { gc?: () => void }).gc;
+  instance(); // compiles the script
+  gc?.();
   const heapBefore = process.memoryUsage().heapUsed;
-  const wall = performance.now();
-  const sandboxMs = cpuMs(() => {
-    for (let i = 0; i < INSTANCES; i++) instance();
-  });
-  const wallMs = performance.now() - wall;
-  (globalThis as { gc?: () => void }).gc?.();
-  const heapPerInstanceMiB = (process.memoryUsage().heapUsed - heapBefore) / INSTANCES / 2 ** 20;
-  console.log(`the same check in a fresh sandbox: ${(sandboxMs / INSTANCES).toFixed(1)} ms CPU, ${heapPerInstanceMiB.toFixed(2)} MiB heap per instance (${INSTANCES})`);
-
+  const sandboxMs = await cpuMsPerCall(instance, INSTANCES, 0);
+  gc?.();
   return {
-    check_in_worker_thread_cpu_us: Number(((checkMs / CHECKS) * 1000).toFixed(1)),
-    argument_codec_round_trip_cpu_us: Number(((payloadMs / ROUND_TRIPS) * 1000).toFixed(1)),
-    sandbox_per_instance_cpu_ms: Number((sandboxMs / INSTANCES).toFixed(1)),
-    sandbox_per_instance_wall_ms: Number((wallMs / INSTANCES).toFixed(1)),
-    sandbox_per_instance_heap_mib: Number(heapPerInstanceMiB.toFixed(2)),
-    input: '5 destinations, maxPrice, encrypted payloads',
-    gc_exposed: (globalThis as { gc?: () => void }).gc ? 'yes' : 'no (heap figure includes garbage; run with NODE_OPTIONS=--expose-gc)',
+    check_in_worker_thread_cpu_us: Number((checkMs * 1000).toFixed(1)),
+    argument_codec_round_trip_cpu_us: Number((roundTripMs * 1000).toFixed(1)),
+    sandbox_per_instance_cpu_ms: Number(sandboxMs.toFixed(1)),
+    sandbox_per_instance_heap_mib: Number(((process.memoryUsage().heapUsed - heapBefore) / INSTANCES / 2 ** 20).toFixed(2)),
   };
 }

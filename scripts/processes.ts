@@ -172,7 +172,8 @@ export class ProcessGroup {
     this.log(name, text);
   }
 
-  private async waitReady(proc: RunningProcess, ready: RegExp, timeoutMs: number): Promise<void> {
+  /** What start() does with `ready`, for a caller that needs the process before it is ready (e.g. to sample its memory from the spawn). */
+  async waitReady(proc: RunningProcess, ready: RegExp, timeoutMs: number): Promise<void> {
     const deadline = timeoutMs > 0 ? Date.now() + timeoutMs : Number.POSITIVE_INFINITY;
     for (;;) {
       if (ready.test(proc.output())) return;
