@@ -3,7 +3,7 @@
  * limit: a dev server of its own on 127.0.0.1 with one partition per task queue, or (`--cluster`)
  * the cluster of `npm run cluster`, PostgreSQL and six service processes on free ports.
  */
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freeClusterPorts, TemporalCluster } from '../scripts/cluster/temporal-cluster';
@@ -11,11 +11,28 @@ import { ensureServerTools } from '../scripts/cluster/tools';
 import { ensureTemporalCli } from '../scripts/temporal-cli';
 import { startDevServer, type DevServer } from '../scripts/temporal-dev-server';
 
-/** Calls `kill` and exits at the time limit; the server may not be up yet then. */
+/** Every process this one started, and theirs (from /proc): a benchmark leaves none behind. */
+function descendants(): number[] {
+  const parents = new Map<number, number>();
+  for (const name of readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      parents.set(Number(name), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  const found = [process.pid];
+  for (let i = 0; i < found.length; i++) for (const [pid, ppid] of parents) if (ppid === found[i]) found.push(pid);
+  return found.slice(1);
+}
+
+/** At the time limit: calls `kill` (the server may not be up yet), kills every process this one started, and exits. */
 function watchdog(progress: (line: string) => void, timeLimitMs: number, kill: () => void): NodeJS.Timeout {
   const timer = setTimeout(() => {
     progress(`time limit of ${timeLimitMs / 60_000} min reached; killing the benchmark's processes and stopping`);
     kill();
+    for (const pid of descendants()) process.kill(pid, 'SIGKILL');
     process.exit(1);
   }, timeLimitMs);
   return timer.unref();

@@ -42,8 +42,7 @@ export async function webhooksBenchmark(): Promise<BenchmarkOutput> {
   if (Math.min(DELIVERIES, EVENTS_PER_DELIVERY, CONCURRENCY, ROUNDS, LATENCY_SECONDS, SERIAL, RECONCILE_DELIVERIES) < 1) throw new Error('every WEBHOOKS_BENCH_* count must be at least 1');
   const group = new ProcessGroup();
   const children: RunningProcess[] = [];
-  // At the time limit: SIGTERM to every child, those still starting too (the signal is sent before the watchdog exits).
-  const { server, watchdog } = await startBenchServer(progress, 15 * 60_000, () => void group.stopAll());
+  const { server, watchdog } = await startBenchServer(progress, 15 * 60_000);
   const cleanup = new Cleanup();
   cleanup.add(() => server.stop());
   cleanup.add(async () => {
