@@ -1,51 +1,32 @@
-/**
- * The arithmetic behind `npm run bench -- limits`, kept pure so it is unit-tested
- * (test/unit/limits-figures.test.ts): the least time the limits allow, how much of each window's
- * budget was used while a backlog waited, and medians.
- */
+/** The arithmetic of `npm run bench -- limits`, pure and unit-tested (test/unit/limits-figures.test.ts). */
 import type { RateLimit } from '../provider/limits';
-
-export interface PlannedOrder {
-  /** Orders with the same fingerprint need one quote between them. */
-  fingerprint: string;
-}
 
 /**
  * The least time, from a backlog that starts at 0, until the last creation, with zero latency:
- * each distinct order is quoted in the earliest free quote slot, and each order created in the
- * earliest free creation slot once quoted. Under a strict rolling window a slot used at t is free
- * again at t + window; greedy earliest-slot assignment is optimal for identical jobs.
+ * each distinct order (one quote per fingerprint) is quoted in the earliest free quote slot, and
+ * each order created in the earliest free creation slot once quoted. Under a strict rolling window
+ * a slot used at t is free again at t + window; greedy earliest-slot assignment is optimal for identical jobs.
  */
-export function leastDrainMs(orders: readonly PlannedOrder[], quotes: RateLimit, creations: RateLimit): number {
+export function leastDrainMs(orders: readonly { fingerprint: string }[], quotes: RateLimit, creations: RateLimit): number {
   return Math.max(0, ...leastCreationTimes(orders, quotes, creations));
 }
 
 /** When each order is created in that least-time schedule (ascending): the best possible drain curve. */
-export function leastCreationTimes(orders: readonly PlannedOrder[], quotes: RateLimit, creations: RateLimit): number[] {
+export function leastCreationTimes(orders: readonly { fingerprint: string }[], quotes: RateLimit, creations: RateLimit): number[] {
   const quoteSlots = new Array<number>(quotes.limit).fill(0);
   const quotedAt = new Map<string, number>();
-  for (const o of orders) {
-    if (quotedAt.has(o.fingerprint)) continue;
-    const i = argMin(quoteSlots);
-    quotedAt.set(o.fingerprint, quoteSlots[i]!);
-    quoteSlots[i]! += quotes.windowMs;
-  }
-  const ready = orders.map((o) => quotedAt.get(o.fingerprint)!).sort((a, b) => a - b);
+  for (const o of orders) if (!quotedAt.has(o.fingerprint)) quotedAt.set(o.fingerprint, takeSlot(quoteSlots, 0, quotes.windowMs));
   const creationSlots = new Array<number>(creations.limit).fill(0);
-  const created: number[] = [];
-  for (const r of ready) {
-    const i = argMin(creationSlots);
-    const at = Math.max(r, creationSlots[i]!);
-    creationSlots[i] = at + creations.windowMs;
-    created.push(at);
-  }
-  return created.sort((a, b) => a - b);
+  const ready = orders.map((o) => quotedAt.get(o.fingerprint)!).sort((a, b) => a - b);
+  return ready.map((r) => takeSlot(creationSlots, r, creations.windowMs)).sort((a, b) => a - b);
 }
 
-function argMin(xs: number[]): number {
-  let best = 0;
-  for (let i = 1; i < xs.length; i++) if (xs[i]! < xs[best]!) best = i;
-  return best;
+/** The earliest free slot at or after `from`, taken: a slot used at t is free again at t + window. */
+function takeSlot(slots: number[], from: number, windowMs: number): number {
+  const i = slots.indexOf(Math.min(...slots));
+  const at = Math.max(from, slots[i]!);
+  slots[i] = at + windowMs;
+  return at;
 }
 
 /**
@@ -56,10 +37,9 @@ function argMin(xs: number[]): number {
 export function windowUse(callTimes: readonly number[], backlogAt: (t: number) => number, limit: RateLimit): { ratio: number; windows: number } {
   if (callTimes.length === 0) return { ratio: NaN, windows: 0 };
   const sorted = [...callTimes].sort((a, b) => a - b);
-  const t0 = sorted[0]!;
   let used = 0;
   let windows = 0;
-  for (let start = t0; start <= sorted[sorted.length - 1]!; start += limit.windowMs) {
+  for (let start = sorted[0]!; start <= sorted[sorted.length - 1]!; start += limit.windowMs) {
     if (backlogAt(start) < limit.limit) continue;
     windows++;
     used += sorted.filter((t) => t >= start && t < start + limit.windowMs).length;

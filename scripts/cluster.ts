@@ -20,7 +20,7 @@ import { LoadBalancer, findNginx } from './cluster/load-balancer';
 import { TemporalCluster, assertPortsFree, clusterPortList, defaultClusterPorts } from './cluster/temporal-cluster';
 import { ensureServerTools } from './cluster/tools';
 import { ensureTemporalCli } from './temporal-cli';
-import { stackServices } from './processes';
+import { localStack } from './processes';
 
 const root = join(__dirname, '..');
 const dataDir = join(root, '.data');
@@ -37,31 +37,17 @@ const CODEC_URL = `http://127.0.0.1:${CODEC_PORT}`;
 
 let cluster: TemporalCluster | undefined;
 let lb: LoadBalancer | undefined;
-let stopping = false;
 
 function log(line: string): void {
   process.stdout.write(line.startsWith('[') ? `${line}\n` : `[cluster] ${line}\n`);
 }
 
-const services = stackServices((name, how) => {
-  log(`${name} exited (${how}); stopping the stack`);
-  void shutdown(1);
-});
-
-async function shutdown(code: number): Promise<void> {
-  if (stopping) return;
-  stopping = true;
-  log('stopping...');
-  await services.stop();
+const services = localStack('cluster', log, async () => {
   await lb?.stop();
   await cluster?.stop();
-  log('stopped');
-  process.exit(code);
-}
+});
 
 async function main(): Promise<void> {
-  process.on('SIGINT', () => void shutdown(0));
-  process.on('SIGTERM', () => void shutdown(0));
   mkdirSync(dataDir, { recursive: true });
   const ports = defaultClusterPorts();
 
@@ -98,11 +84,7 @@ async function main(): Promise<void> {
       if (name !== 'postgresql' || /\b(FATAL|PANIC):/.test(line)) process.stdout.write(`[${name}] ${line}\n`);
     },
   });
-  cluster.onUnexpectedExit = (name, detail) => {
-    if (stopping) return;
-    log(`${name} exited (${detail.split('\n')[0]}); stopping the stack`);
-    void shutdown(1);
-  };
+  cluster.onUnexpectedExit = (name, detail) => services.exited(name, detail.split('\n')[0]!);
   await cluster.start();
 
   const temporalEnv = { TEMPORAL_ADDRESS: cluster.address, TEMPORAL_NAMESPACE: cluster.namespace, DELIVERY_PAYLOAD_KEYS: payloadKeys };
@@ -143,7 +125,4 @@ async function main(): Promise<void> {
   log('Ctrl-C stops everything; data stays in .data/');
 }
 
-main().catch(async (err: Error) => {
-  console.error(`[cluster] ${err.message}`);
-  await shutdown(1);
-});
+void services.run(main);

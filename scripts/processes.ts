@@ -216,14 +216,39 @@ export async function removeWorkflowBundleFile(): Promise<void> {
 }
 
 /**
- * The services of a local stack (`npm start`, `npm run cluster`): every line on the console, a
- * service that exits early reported (the stack then stops), and no limit on how long a service
- * takes to be ready (a worker bundles its workflows first).
+ * A local stack (`npm start`, `npm run cluster`): its services' every line on the console, no
+ * limit on how long one takes to be ready (a worker bundles its workflows first), and one way
+ * down for Ctrl-C, SIGTERM, a failed start-up and a part that exits early: the services, then
+ * the stack's own parts (`stopRest`), then exit.
  */
-export function stackServices(onUnexpectedExit: (name: string, how: string) => void) {
-  const group = new ProcessGroup({ echo: true, maxOutputChars: 1_000_000, onUnexpectedExit });
+export function localStack(name: string, log: (line: string) => void, stopRest: () => Promise<void>) {
+  let stopping = false;
+  const shutdown = async (code: number): Promise<void> => {
+    if (stopping) return;
+    stopping = true;
+    log('stopping...');
+    await group.stopAll();
+    await stopRest();
+    log('stopped');
+    process.exit(code);
+  };
+  /** A part of the stack ended on its own: the stack stops. */
+  const exited = (part: string, how: string) => {
+    if (stopping) return;
+    log(`${part} exited (${how}); stopping the stack`);
+    void shutdown(1);
+  };
+  const group = new ProcessGroup({ echo: true, maxOutputChars: 1_000_000, onUnexpectedExit: exited });
+  process.on('SIGINT', () => void shutdown(0));
+  process.on('SIGTERM', () => void shutdown(0));
   return {
-    start: (name: string, entry: string, env: NodeJS.ProcessEnv, ready: RegExp) => group.start({ name, entry, env, ready, startTimeoutMs: 0 }),
-    stop: () => group.stopAll(),
+    start: (part: string, entry: string, env: NodeJS.ProcessEnv, ready: RegExp) => group.start({ name: part, entry, env, ready, startTimeoutMs: 0 }),
+    exited,
+    /** Runs the start-up; if it fails, says why and stops what had started. */
+    run: (startUp: () => Promise<void>) =>
+      startUp().catch(async (err: Error) => {
+        console.error(`[${name}] ${err.message}`);
+        await shutdown(1);
+      }),
   };
 }

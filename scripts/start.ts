@@ -16,7 +16,7 @@ import { parseEnv } from '../provider/validation';
 import { generateWebhookSecret, secretFingerprint, WebhookSecretSchema } from '../provider/webhook-signature';
 import { z } from 'zod';
 import { ensureTemporalCli } from './temporal-cli';
-import { stackServices } from './processes';
+import { localStack } from './processes';
 import { startDevServer, type DevServer } from './temporal-dev-server';
 
 const root = join(__dirname, '..');
@@ -29,26 +29,14 @@ const BRIDGE_ADMIN_URL = 'http://127.0.0.1:8081';
 const CODEC_URL = 'http://127.0.0.1:8234';
 
 let devServer: DevServer | undefined;
-let stopping = false;
 
 function log(line: string): void {
   process.stdout.write(`[start] ${line}\n`);
 }
 
-const services = stackServices((name, how) => {
-  log(`${name} exited (${how}); stopping the stack`);
-  void shutdown(1);
-});
-
-async function shutdown(code: number): Promise<void> {
-  if (stopping) return;
-  stopping = true;
-  log('stopping...');
-  await services.stop();
+const services = localStack('start', log, async () => {
   await devServer?.stop();
-  log('stopped');
-  process.exit(code);
-}
+});
 
 /** The secrets from DELIVERY_WEBHOOK_SECRETS (checked like the bridge does), or the local file's. */
 function webhookSecrets(): { secrets: string[]; source: string } {
@@ -65,8 +53,6 @@ function webhookSecrets(): { secrets: string[]; source: string } {
 }
 
 async function main(): Promise<void> {
-  process.on('SIGINT', () => void shutdown(0));
-  process.on('SIGTERM', () => void shutdown(0));
   mkdirSync(dataDir, { recursive: true });
 
   // Personal data is encrypted in Temporal; the key is made once and kept with the data (the
@@ -122,7 +108,4 @@ async function main(): Promise<void> {
   log('Ctrl-C stops everything; data stays in .data/');
 }
 
-main().catch(async (err: Error) => {
-  console.error(`[start] ${err.message}`);
-  await shutdown(1);
-});
+void services.run(main);
