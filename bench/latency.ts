@@ -10,7 +10,7 @@ import { createSimulator } from '../simulator/server';
 import { deliveryRequest, destination } from '../test/fixtures/orders';
 import { startBenchCluster, startBenchServer } from './temporal';
 import { benchSettings, Cleanup, openLoop, progressLog, sleep } from './measure';
-import { ENTRY, ProcessGroup, workflowBundleFile } from '../scripts/processes';
+import { ENTRY, ProcessGroup, removeWorkflowBundleFile, workflowBundleFile } from '../scripts/processes';
 
 const { num } = benchSettings('LATENCY');
 const SCALE = num('SCALE', 60);
@@ -66,5 +66,6 @@ export async function latencyBenchmark(): Promise<Record<string, number | string
       await cleanup.run(progress);
     }
   }
+  await removeWorkflowBundleFile();
   return figures;
 }

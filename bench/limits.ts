@@ -25,7 +25,7 @@ import { providerTaskQueues } from '../contract/task-queues';
 import { limitsCharts, type BacklogSamples } from './limits-charts';
 import { backlogCounter, leastCreationTimes, leastDrainMs, median, round, windowUse } from './limits-figures';
 import { benchSettings, pool, progressLog, sleep, ticker, type BenchmarkOutput } from './measure';
-import { ENTRY, ProcessGroup, workflowBundleFile } from '../scripts/processes';
+import { ENTRY, ProcessGroup, removeWorkflowBundleFile, workflowBundleFile } from '../scripts/processes';
 
 const { num } = benchSettings('LIMITS');
 const SCALE = num('SCALE', 10);
@@ -267,6 +267,8 @@ export async function limitsBenchmark(): Promise<BenchmarkOutput> {
       Object.assign(figures, { poison_orders: POISON_ORDERS, poison_others_created: others.created, poison_others_drain_ratio: others.drainRatio, poison_refused429: others.refused429 });
     }
   } finally {
+    await processes.stopAll(); // workers of a phase that failed before its own cleanup
+    await removeWorkflowBundleFile();
     await connection.close();
     await server.stop();
   }

@@ -107,7 +107,9 @@ export async function openLoop<T>(items: T[], perSecond: number, send: (item: T)
     const now = performance.now();
     while (i < items.length && started + (i * 1000) / perSecond <= now) {
       const scheduled = started + (i * 1000) / perSecond;
-      inFlight.push(send(items[i]!).then(() => void latencies.push(performance.now() - scheduled)));
+      const sent = send(items[i]!).then(() => void latencies.push(performance.now() - scheduled));
+      sent.catch(() => undefined); // reported by Promise.all below, once every send is out
+      inFlight.push(sent);
       i++;
     }
     await sleep(1);

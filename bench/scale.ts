@@ -70,9 +70,12 @@ function makeOrder(i: number): DeliveryOrder {
 export async function scaleBenchmark(): Promise<BenchmarkOutput> {
   const cleanup = new Cleanup();
   // A worker that dies ends the run (the exit kills the dev server): nothing measured after that would mean anything.
+  // One that never got ready is reported by waitReady instead, with its output.
+  let starting = false;
   const group = new ProcessGroup({
     maxOutputChars: 100_000,
     onUnexpectedExit: (name, how) => {
+      if (starting) return;
       progress(`the worker ${name} exited (${how}):\n${group.tail(3_000)}`);
       process.exit(1);
     },
@@ -122,9 +125,11 @@ export async function scaleBenchmark(): Promise<BenchmarkOutput> {
     cleanup.add(() => group.stopAll());
     const startWorker = async (config: WorkerConfig): Promise<Worker> => {
       progress(`starting a worker: ${chartLabel(config)}, ${config.tasks} workflow task slots...`);
+      starting = true;
       const proc = await group.start({ name: tagOf(config), entry: ENTRY.worker.entry, isolated: true, nodeArgs: config.heap ? [`--max-old-space-size=${config.heap}`] : [], env: { ...env, WORKER_MAX_CACHED_WORKFLOWS: String(config.cache), WORKER_MAX_CONCURRENT_WORKFLOW_TASKS: String(config.tasks) } });
       workers.push((worker = { config, process: proc, rss: [] }));
       await group.waitReady(proc, ENTRY.worker.ready, 120_000);
+      starting = false;
       return worker;
     };
     const stopWorker = async (w: Worker) => {
@@ -168,7 +173,7 @@ async function measureStarts(deliveries: DeliveryClient, raw: Client, references
     { count: references.length, start: (i: number) => deliveries.startDelivery(orders[i]!, { reference: references[i]!, followUp: FOLLOW_UP }) },
     { count: RAW_STARTS, start: (i: number) => raw.workflow.start('delivery', { taskQueue: RAW_TASK_QUEUE, workflowId: `raw-start:${i}`, args: [{ reference: `RAW-${i}`, order: orders[i % orders.length]!, followUp: FOLLOW_UP }] }) },
   ].map((side) => ({ ...side, seconds: 0, rates: [] as number[] }));
-  const chunks = Math.min(10, RAW_STARTS);
+  const chunks = Math.max(1, Math.min(10, references.length, RAW_STARTS));
   let started = 0;
   const stopTick = ticker(progress, () => `started ${started} of ${references.length + RAW_STARTS} (${references.length} deliveries, ${RAW_STARTS} raw starts)`);
   progress(`starting ${references.length} deliveries (startDelivery) and ${RAW_STARTS} raw workflow.start calls, concurrency ${CONCURRENCY}, ${chunks} alternating chunks, no worker running...`);

@@ -27,35 +27,39 @@ function descendants(): number[] {
   return found.slice(1);
 }
 
-/** At the time limit: calls `kill` (the server may not be up yet), kills every process this one started, and exits. */
-function watchdog(progress: (line: string) => void, timeLimitMs: number, kill: () => void): NodeJS.Timeout {
+/** At the time limit: kills every process this one started (the server too, up or not yet), and exits. */
+function watchdog(progress: (line: string) => void, timeLimitMs: number): NodeJS.Timeout {
   const timer = setTimeout(() => {
     progress(`time limit of ${timeLimitMs / 60_000} min reached; killing the benchmark's processes and stopping`);
-    kill();
-    for (const pid of descendants()) process.kill(pid, 'SIGKILL');
+    // All found before any is killed: a killed parent's children would move to init and out of sight.
+    for (const pid of descendants()) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // gone meanwhile
+      }
+    }
     process.exit(1);
   }, timeLimitMs);
   return timer.unref();
 }
 
 export async function startBenchServer(progress: (line: string) => void, timeLimitMs: number): Promise<{ cli: string; server: DevServer; watchdog: NodeJS.Timeout }> {
-  const started: { server?: DevServer } = {};
-  const timer = watchdog(progress, timeLimitMs, () => started.server?.process.kill('SIGKILL'));
+  const timer = watchdog(progress, timeLimitMs);
   const cli = await ensureTemporalCli(progress);
   progress('starting a Temporal dev server (one partition per task queue)...');
-  const server = (started.server = await startDevServer({ cli, namespace: 'default' }));
+  const server = await startDevServer({ cli, namespace: 'default' });
   return { cli, watchdog: timer, server };
 }
 
 export async function startBenchCluster(progress: (line: string) => void, timeLimitMs: number): Promise<{ cli: string; server: { address: string; namespace: string; stop(): Promise<void> }; watchdog: NodeJS.Timeout }> {
-  const started: { cluster?: TemporalCluster } = {};
-  const timer = watchdog(progress, timeLimitMs, () => started.cluster?.killAll());
+  const timer = watchdog(progress, timeLimitMs);
   const cli = await ensureTemporalCli(progress);
   const tools = await ensureServerTools(progress);
   const dataDir = mkdtempSync(join(tmpdir(), 'bench-cluster-'));
   chmodSync(dataDir, 0o755); // PostgreSQL runs as the postgres user when this runs as root
   progress('starting a Temporal cluster on PostgreSQL (frontend, 2 history, 2 matching, worker service)...');
-  const cluster = (started.cluster = new TemporalCluster({ tools, cli, dataDir, ports: await freeClusterPorts(false), log: progress }));
+  const cluster = new TemporalCluster({ tools, cli, dataDir, ports: await freeClusterPorts(false), log: progress });
   await cluster.start();
   const stop = () => cluster.stop().then(() => rmSync(dataDir, { recursive: true, force: true }));
   return { cli, watchdog: timer, server: { address: cluster.address, namespace: cluster.namespace, stop } };

@@ -6,14 +6,13 @@
  * with every webhook dropped. Smaller runs: WEBHOOKS_BENCH_DELIVERIES, _EVENTS, _CONCURRENCY,
  * _ROUNDS, _LATENCY_SECONDS, _SERIAL, _RECONCILE.
  */
-import { rmSync } from 'node:fs';
 import { Client, Connection } from '@temporalio/client';
 import { Agent, request } from 'undici';
 import { DeliveryClient } from '../client/delivery-client';
 import { statusQuery } from '../contract/delivery-messages';
 import { deliveryWorkflowId } from '../contract/workflow-ids';
 import { generateWebhookSecret, signWebhook } from '../provider/webhook-signature';
-import { ENTRY, ProcessGroup, workflowBundleFile, type RunningProcess } from '../scripts/processes';
+import { ENTRY, ProcessGroup, removeWorkflowBundleFile, workflowBundleFile, type RunningProcess } from '../scripts/processes';
 import { createSimulator } from '../simulator/server';
 import { deliveryRequest } from '../test/fixtures/orders';
 import { benchSettings, Cleanup, machineCpuSeconds, openLoop, pool, processCpuSeconds, progressLog, serial, sleep, summarize, type BenchmarkOutput } from './measure';
@@ -64,7 +63,7 @@ export async function webhooksBenchmark(): Promise<BenchmarkOutput> {
 
     progress('bundling the workflows once, then starting the worker, the bridge and the raw-signal script...');
     const bundle = await workflowBundleFile();
-    cleanup.add(() => rmSync(bundle, { force: true }));
+    cleanup.add(removeWorkflowBundleFile);
     // Creation pace is not what this benchmark measures: the engine's queue limit, raised as the simulator's are.
     const worker = await start('worker', { ...common, DELIVERY_TASK_QUEUE: TASK_QUEUE, DELIVERY_API_CONNECTIONS: '64', PROVIDER_PACING: 'task-queue', PROVIDER_RATE_LIMITS: 'creations=100000/1s,quotes=100000/1s,other=100000/1s', WORKER_WORKFLOW_BUNDLE: bundle, LOG_LEVEL: 'WARN' });
     const secret = generateWebhookSecret();
