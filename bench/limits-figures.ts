@@ -52,13 +52,6 @@ export function backlogCounter(spans: readonly { from: number; to: number }[]): 
   return (t) => spans.filter((s) => s.from <= t && s.to > t).length;
 }
 
-export function median(xs: readonly number[]): number {
-  if (xs.length === 0) return NaN;
-  const s = [...xs].sort((a, b) => a - b);
-  const m = Math.floor(s.length / 2);
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-}
-
 export function round(x: number, digits = 3): number {
   return Number.isFinite(x) ? Number(x.toFixed(digits)) : x;
 }

@@ -23,8 +23,8 @@ import { quoteFingerprint } from '../workflows/quote-fingerprint';
 import { deliveryWorkflowId } from '../contract/workflow-ids';
 import { providerTaskQueues } from '../contract/task-queues';
 import { limitsCharts, type BacklogSamples } from './limits-charts';
-import { backlogCounter, leastCreationTimes, leastDrainMs, median, round, windowUse } from './limits-figures';
-import { benchSettings, pool, progressLog, sleep, ticker, type BenchmarkOutput } from './measure';
+import { backlogCounter, leastCreationTimes, leastDrainMs, round, windowUse } from './limits-figures';
+import { benchSettings, median, pool, progressLog, sleep, ticker, type BenchmarkOutput } from './measure';
 import { ENTRY, ProcessGroup, removeWorkflowBundleFile, workflowBundleFile } from '../scripts/processes';
 
 const { num } = benchSettings('LIMITS');

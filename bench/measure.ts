@@ -75,6 +75,14 @@ export function percentile(sorted: number[], p: number, digits = 2): number {
   return Number(sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]!.toFixed(digits));
 }
 
+/** The middle value (the mean of the two middle ones for an even count); NaN for none. */
+export function median(xs: readonly number[]): number {
+  if (xs.length === 0) return NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+}
+
 export function summarize(latencies: number[]): Latencies {
   const sorted = [...latencies].sort((a, b) => a - b);
   return { p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99), max: Number(sorted.at(-1)!.toFixed(2)), count: sorted.length };

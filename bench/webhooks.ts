@@ -15,7 +15,7 @@ import { generateWebhookSecret, signWebhook } from '../provider/webhook-signatur
 import { ENTRY, ProcessGroup, removeWorkflowBundleFile, workflowBundleFile, type RunningProcess } from '../scripts/processes';
 import { createSimulator } from '../simulator/server';
 import { deliveryRequest } from '../test/fixtures/orders';
-import { benchSettings, Cleanup, machineCpuSeconds, openLoop, pool, processCpuSeconds, progressLog, serial, sleep, summarize, type BenchmarkOutput } from './measure';
+import { benchSettings, Cleanup, machineCpuSeconds, median, openLoop, pool, processCpuSeconds, progressLog, serial, sleep, summarize, type BenchmarkOutput } from './measure';
 import { startRawSignals, type RawTarget } from './raw-signals';
 import { webhooksCharts } from './run-charts';
 import { startBenchServer } from './temporal';
@@ -35,7 +35,6 @@ type Part = (typeof PARTS)[number];
 type Simulator = ReturnType<typeof createSimulator>;
 
 const progress = progressLog('webhooks');
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 export async function webhooksBenchmark(): Promise<BenchmarkOutput> {
   if (Math.min(DELIVERIES, EVENTS_PER_DELIVERY, CONCURRENCY, ROUNDS, LATENCY_SECONDS, SERIAL, RECONCILE_DELIVERIES) < 1) throw new Error('every WEBHOOKS_BENCH_* count must be at least 1');

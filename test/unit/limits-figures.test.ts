@@ -1,5 +1,6 @@
 /** The benchmark's arithmetic: least drain time under both limits, window use, medians. */
-import { backlogCounter, leastDrainMs, median, windowUse } from '../../bench/limits-figures';
+import { backlogCounter, leastDrainMs, windowUse } from '../../bench/limits-figures';
+import { median } from '../../bench/measure';
 
 const creations = { limit: 20, windowMs: 60_000 };
 const quotes = { limit: 100, windowMs: 600_000 };
