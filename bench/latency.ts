@@ -3,7 +3,8 @@
  * delivery CREATED, on a Temporal dev server, then on the cluster of `npm run cluster`, each with its
  * own simulator (limits far above the pace), 2 worker processes and ORDERS orders at RATE a second.
  */
-import { Client, Connection } from '@temporalio/client';
+import { Client } from '@temporalio/client';
+import { connectClient } from '../temporal/client-connection';
 import { DeliveryClient } from '../client/delivery-client';
 import { PROVIDER_RATE_LIMITS } from '../provider/limits';
 import { createSimulator } from '../simulator/server';
@@ -47,7 +48,7 @@ export async function latencyBenchmark(): Promise<Record<string, number | string
       const workers = new ProcessGroup({ maxOutputChars: 200_000 });
       cleanup.add(() => workers.stopAll());
       await Promise.all([1, 2].map((i) => workers.start({ name: `worker-${i}`, ...ENTRY.worker, env })));
-      const connection = await Connection.connect({ address: server.address });
+      const connection = await connectClient({ address: server.address });
       cleanup.add(() => connection.close());
       const client = new DeliveryClient({ temporal: new Client({ connection, namespace: server.namespace }), taskQueue });
       const references = Array.from({ length: ORDERS }, (_, n) => `${taskQueue}-${n}`);

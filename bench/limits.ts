@@ -9,7 +9,8 @@
  */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { Client, Connection } from '@temporalio/client';
+import { Client } from '@temporalio/client';
+import { connectClient } from '../temporal/client-connection';
 import { DeliveryClient } from '../client/delivery-client';
 import { ProviderClient } from '../provider/client';
 import { RateLimitedError, ProviderUnavailableError } from '../provider/errors';
@@ -248,7 +249,7 @@ async function naivePhase(): Promise<BacklogFigures> {
 
 export async function limitsBenchmark(): Promise<BenchmarkOutput> {
   const { cli, server } = onCluster() ? await startBenchCluster(progress, TIME_LIMIT_MS) : await startBenchServer(progress, TIME_LIMIT_MS);
-  const connection = await Connection.connect({ address: server.address });
+  const connection = await connectClient({ address: server.address });
   const ctx: Context = { server, cli, temporal: new Client({ connection, namespace: server.namespace }), bundle: await workflowBundleFile() };
   const figures: Record<string, number | string> = {
     worker_processes: workerCount(),

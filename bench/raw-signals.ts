@@ -4,7 +4,8 @@
  * with `getHandle(id).signal()`, answering each JSON command on stdin with a JSON line on stdout.
  */
 import { createInterface } from 'node:readline';
-import { Client, Connection, type ConnectionOptions } from '@temporalio/client';
+import { Client, type ConnectionOptions } from '@temporalio/client';
+import { connectClient } from '../temporal/client-connection';
 import { statusChangedSignal } from '../contract/delivery-messages';
 import type { StatusChange } from '../contract/delivery-types';
 import type { ProcessGroup } from '../scripts/processes';
@@ -31,7 +32,7 @@ export async function startRawSignals(group: ProcessGroup, env: NodeJS.ProcessEn
 
 async function main(): Promise<void> {
   const temporal = temporalSettingsFromEnv();
-  const connection = await Connection.connect(temporal.connectionOptions as ConnectionOptions);
+  const connection = await connectClient(temporal.connectionOptions as ConnectionOptions);
   const client = new Client({ connection, namespace: temporal.namespace });
   let seq = 0;
   // What the bridge signals for a `delivery.status_changed` event carrying the status the delivery already has.

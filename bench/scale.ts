@@ -7,7 +7,8 @@
  * `status` query latency on random and on just-touched deliveries; 4. stale signals until handled;
  * 5. the same with a fresh, warmed worker of each further configuration. SCALE_BENCH_* below.
  */
-import { Client, Connection, ServiceError, type WorkflowHandle } from '@temporalio/client';
+import { Client, ServiceError, type WorkflowHandle } from '@temporalio/client';
+import { connectClient } from '../temporal/client-connection';
 import { z } from 'zod';
 import { DeliveryClient } from '../client/delivery-client';
 import { statusChangedSignal, statusQuery } from '../contract/delivery-messages';
@@ -99,7 +100,7 @@ export async function scaleBenchmark(): Promise<BenchmarkOutput> {
     // One connection per kind of caller, as separate processes would have.
     const [startClient, rawClient, probe] = await Promise.all(
       [1, 2, 3].map(async () => {
-        const connection = await Connection.connect({ address: dev.address });
+        const connection = await connectClient({ address: dev.address });
         cleanup.add(() => connection.close());
         return new Client({ connection, namespace: dev.namespace, dataConverter });
       }),

@@ -6,7 +6,8 @@
  * with every webhook dropped. Smaller runs: WEBHOOKS_BENCH_DELIVERIES, _EVENTS, _CONCURRENCY,
  * _ROUNDS, _LATENCY_SECONDS, _SERIAL, _RECONCILE.
  */
-import { Client, Connection } from '@temporalio/client';
+import { Client } from '@temporalio/client';
+import { connectClient } from '../temporal/client-connection';
 import { Agent, request } from 'undici';
 import { DeliveryClient } from '../client/delivery-client';
 import { statusQuery } from '../contract/delivery-messages';
@@ -72,7 +73,7 @@ export async function webhooksBenchmark(): Promise<BenchmarkOutput> {
     children.push(raw.service);
 
     // This process's own client: starts the deliveries, queries them; idle while load runs.
-    const connection = await Connection.connect({ address: server.address });
+    const connection = await connectClient({ address: server.address });
     cleanup.add(() => connection.close());
     const temporal = new Client({ connection, namespace: server.namespace });
     const deliveries = new DeliveryClient({ temporal, taskQueue: TASK_QUEUE });

@@ -1,5 +1,6 @@
 /** `npm run bridge`: the webhook bridge on http://127.0.0.1:8080 by default. */
-import { Client, Connection, type ConnectionOptions } from '@temporalio/client';
+import { Client, type ConnectionOptions } from '@temporalio/client';
+import { connectClient } from '../temporal/client-connection';
 import { collectDefaultMetrics } from 'prom-client';
 import { dataConverterFromEnv } from '../temporal/payload-codec';
 import { temporalSettingsFromEnv } from '../temporal/connection';
@@ -15,7 +16,7 @@ async function main(): Promise<void> {
   const providerConfig = providerConfigFromEnv();
   let onCapped: (e: { call: string; askedMs: number; cappedMs: number }) => void = () => undefined;
   const provider = new ProviderClient({ ...providerConfig, retryAfterCap: { maxMs: providerConfig.retryAfterCapMs, onCapped: (e) => onCapped(e) } });
-  const connection = await Connection.connect(temporal.connectionOptions as ConnectionOptions);
+  const connection = await connectClient(temporal.connectionOptions as ConnectionOptions);
   const bridge = createBridge({
     temporal: new Client({ connection, namespace: temporal.namespace, dataConverter: dataConverterFromEnv() }),
     provider,

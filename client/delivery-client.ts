@@ -15,6 +15,7 @@ import {
   WorkflowUpdateFailedError,
   type WorkflowHandle,
 } from '@temporalio/client';
+import { connectClient } from '../temporal/client-connection';
 import { ApplicationFailure, CancelledFailure, TerminatedFailure, TypedSearchAttributes } from '@temporalio/common';
 import { ProviderClient } from '../provider/client';
 import { providerConfigFromEnv, type ProviderConfig } from '../provider/config';
@@ -131,7 +132,7 @@ export class DeliveryClient {
   static async connect(settings: { temporal?: TemporalSettings; provider?: ProviderConfig } = {}): Promise<DeliveryClient> {
     const t = settings.temporal ?? temporalSettingsFromEnv();
     const dataConverter = dataConverterFromEnv();
-    const connection = await Connection.connect({ ...(t.connectionOptions as ConnectionOptions), connectTimeout: 5_000 });
+    const connection = await connectClient({ ...(t.connectionOptions as ConnectionOptions), connectTimeout: 5_000 });
     const provider = settings.provider ? new ProviderClient(settings.provider) : undefined;
     return new DeliveryClient({ temporal: new Client({ connection, namespace: t.namespace, dataConverter }), taskQueue: t.taskQueue, connection, provider });
   }

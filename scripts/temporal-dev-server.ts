@@ -6,6 +6,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { connect, createServer } from 'node:net';
 import { Connection } from '@temporalio/client';
+import { connectClient } from '../temporal/client-connection';
 import { DELIVERY_SEARCH_ATTRIBUTES } from '../contract/search-attributes';
 
 export interface DevServerOptions {
@@ -123,7 +124,7 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
 async function isServing(address: string, namespace: string): Promise<boolean> {
   let connection: Connection | undefined;
   try {
-    connection = await Connection.connect({ address, connectTimeout: 1_000 });
+    connection = await connectClient({ address, connectTimeout: 1_000 });
     await connection.workflowService.describeNamespace({ namespace });
     return true;
   } catch {

@@ -16,6 +16,7 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Connection } from '@temporalio/client';
+import { connectClient } from '../../temporal/client-connection';
 import { DELIVERY_SEARCH_ATTRIBUTES } from '../../contract/search-attributes';
 import { accepts, freePort, stopProcess } from '../temporal-dev-server';
 import { Postgres, storedPassword } from './postgres';
@@ -271,7 +272,7 @@ export class TemporalCluster {
     for (;;) {
       let connection: Connection | undefined;
       try {
-        connection = await Connection.connect({ address: this.address, connectTimeout: 2_000 });
+        connection = await connectClient({ address: this.address, connectTimeout: 2_000 });
         await connection.workflowService.describeNamespace({ namespace: 'temporal-system' });
         return;
       } catch (err) {

@@ -10,6 +10,7 @@ import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
+import { connectClient } from '../../temporal/client-connection';
 import { DeliveryClient } from '../../client/delivery-client';
 import { dataConverterFromEnv, generatePayloadKey } from '../../temporal/payload-codec';
 import { generateWebhookSecret } from '../../provider/webhook-signature';
@@ -98,7 +99,7 @@ export class ClusterStack {
     await Promise.all([...this.bridgePorts.map((_, i) => this.startBridge(i)), ...Array.from({ length: this.o.workers }, (_, i) => this.startWorker(i))]);
     await this.lb.start();
 
-    this.connection = await Connection.connect({ address: this.cluster.address });
+    this.connection = await connectClient({ address: this.cluster.address });
     this.temporal = new Client({ connection: this.connection, namespace: this.cluster.namespace, dataConverter: dataConverterFromEnv(this.env) });
     this.client = new DeliveryClient({ temporal: this.temporal, taskQueue: this.env.DELIVERY_TASK_QUEUE! });
   }

@@ -1,6 +1,7 @@
 /** Connections to the dev server that test/helpers/global-setup.ts started for this run. */
 import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
+import { connectClient } from '../../temporal/client-connection';
 import type { DataConverter } from '@temporalio/common';
 import { NativeConnection } from '@temporalio/worker';
 
@@ -12,7 +13,7 @@ export function testServerAddress(): { address: string; namespace: string } {
 
 export async function testClient(dataConverter?: DataConverter, address = testServerAddress().address): Promise<{ client: Client; connection: Connection }> {
   const { namespace } = testServerAddress();
-  const connection = await Connection.connect({ address });
+  const connection = await connectClient({ address });
   return { client: new Client({ connection, namespace, dataConverter }), connection };
 }
 

@@ -10,6 +10,7 @@ import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
+import { connectClient } from '../../temporal/client-connection';
 import { DeliveryClient } from '../../client/delivery-client';
 import { createSimulator, type Simulator } from '../../simulator/server';
 import { gateStatusQuery } from '../../contract/gate-messages';
@@ -35,7 +36,7 @@ let bundleFile: string;
 
 beforeAll(async () => {
   group = new ProcessGroup({ maxOutputChars: 200_000 });
-  connection = await Connection.connect({ address: testServerAddress().address });
+  connection = await connectClient({ address: testServerAddress().address });
   temporal = new Client({ connection, namespace: testServerAddress().namespace });
   bundleFile = join(tmpdir(), `gate-survival-${process.pid}.js`);
   writeFileSync(bundleFile, (await workflowBundle()).code);

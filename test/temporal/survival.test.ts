@@ -13,6 +13,7 @@
  * through.
  */
 import { Client, Connection } from '@temporalio/client';
+import { connectClient } from '../../temporal/client-connection';
 import { temporal } from '@temporalio/proto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -116,7 +117,7 @@ async function startScenario(name: string, o: { temporalAddress: string; timeSca
     workerEnv: WORKER_ENV,
   });
   cleanups.push(() => procs.stop());
-  const connection = await Connection.connect({ address: o.temporalAddress });
+  const connection = await connectClient({ address: o.temporalAddress });
   cleanups.push(() => connection.close());
   const client = new Client({ connection, namespace, dataConverter: procs.dataConverter() });
   const deliveries = new DeliveryClient({ temporal: client, taskQueue: procs.taskQueue });
