@@ -232,7 +232,9 @@ it('creates the rest of a backlog at the usual pace while one order always gets 
     expect(sim.requestLog().filter((e) => e.status === 429)).toEqual([]);
 
     // The 422 ends with the provider's reason; the 500 keeps trying, in a growing backoff, until cancelled.
-    await expect(temporal.workflow.getHandle(deliveryWorkflowId(refused)).result()).rejects.toThrow();
+    await expect(temporal.workflow.getHandle(deliveryWorkflowId(refused)).result()).rejects.toMatchObject({
+      cause: { message: expect.stringMatching(/reference_number.*injected fault: refused for this reference/) },
+    });
     const refusedState = (await temporal.workflow.getHandle(deliveryWorkflowId(refused)).query('status')) as DeliveryState;
     expect(refusedState.deliveryId).toBeUndefined();
     const attempts = () => sim.requestLog().filter((e) => e.method === 'POST' && e.path === '/v1/deliveries' && e.status === 500).length;
