@@ -3,13 +3,15 @@
  * own client: a signal command would cost the sending workflow one more workflow task, and the
  * gate's answers go out in one batch.
  */
+import { Context } from '@temporalio/activity';
+import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { gateAnswerSignal, gateConfigureSignal, gateRequestSignal, gateWithdrawSignal, type Addressed, type GateConfig, type GateRequest, type PacingSettings } from '../contract/gate-messages';
 import { gateWorkflowId } from '../contract/workflow-ids';
 import { gateTaskQueue } from '../contract/task-queues';
 
 export function gateConfig(s: PacingSettings): GateConfig {
-  return { limits: { creations: s.limits.creations, quotes: s.limits.quotes }, marginMs: s.marginMs, callTimeoutMs: s.callTimeoutMs, leadMs: s.leadMs, quoteMinRemainingMs: s.quoteMinRemainingMs };
+  return { limits: { creations: s.limits.creations, quotes: s.limits.quotes }, marginMs: s.marginMs, callTimeoutMs: s.callTimeoutMs, leadMs: s.leadMs, quoteMinRemainingMs: s.quoteMinRemainingMs, historyLimit: s.gateHistoryLimit };
 }
 
 function gateStart(taskQueue: string, config: GateConfig) {
@@ -32,7 +34,21 @@ export function createGateActivities(deps: { client: Client; settings: PacingSet
     async pacingSettings(): Promise<PacingSettings> {
       return deps.settings;
     },
-    async askGate({ taskQueue, request }: { taskQueue: string; request: GateRequest }): Promise<void> {
+    /**
+     * `notRun`: the gate's run that answered "again" while draining for continue-as-new. Asked of
+     * that run, it would answer "again" once more, and an ask arriving during its last task makes
+     * the server refuse that task (UnhandledCommand): the worker then replays the gate's whole
+     * history before it can continue (seconds at 4,000 events). So wait for its successor.
+     */
+    async askGate({ taskQueue, request, notRun }: { taskQueue: string; request: GateRequest; notRun?: string }): Promise<void> {
+      if (notRun) {
+        const current = await deps.client.workflow.getHandle(gateWorkflowId(taskQueue)).describe().catch((err: unknown) => (ignoreGone(err), undefined));
+        if (current?.runId === notRun && current.status.name === 'RUNNING') {
+          // Retried by the local activity's policy, checking less often the longer it takes (a describe each time).
+          const nextRetryDelay = Math.min(2_000, 250 * Context.current().info.attempt);
+          throw ApplicationFailure.create({ type: 'GateContinuingAsNew', message: `the pacing gate's run ${notRun} is continuing as new`, nextRetryDelay, category: ApplicationFailureCategory.BENIGN });
+        }
+      }
       await deps.client.workflow.signalWithStart('pacingGate', { ...gateStart(taskQueue, gateConfig(deps.settings)), signal: gateRequestSignal, signalArgs: [request] });
     },
     async withdrawFromGate({ taskQueue, from, n }: { taskQueue: string; from: string; n: number }): Promise<void> {

@@ -14,6 +14,8 @@ export interface GateConfig {
   callTimeoutMs: number;
   leadMs: number;
   quoteMinRemainingMs: number;
+  /** The gate continues as new at this many events, or sooner when Temporal suggests it. */
+  historyLimit: number;
 }
 
 /** The worker's pacing settings (read from the environment by worker/pacing-config.ts), recorded in each delivery's history. */
@@ -24,6 +26,7 @@ export interface PacingSettings {
   callTimeoutMs: number;
   quoteMinRemainingMs: number;
   leadMs: number;
+  gateHistoryLimit: number;
 }
 
 /**
@@ -51,8 +54,11 @@ export type GateAnswer = { n: number } & (
   | { quote: Quote; shared: boolean; creating?: true }
   | { delivery: DeliveryRecord; quote?: Quote } // `quote`: the quote asked for with `create`
   | { failure: { type: string; message: string } }
-  /** The gate continued as new without carrying the queue: ask again (the place is kept, and whether an attempt may have reached the provider). */
-  | { again: true; unclear: boolean; quote?: Quote } // `quote`: already quoted, for a creation asked with `create`
+  /**
+   * The gate continues as new without carrying the queue: ask again (the place is kept, and whether
+   * an attempt may have reached the provider) once run `run`, the one draining, has ended.
+   */
+  | { again: true; unclear: boolean; quote?: Quote; run: string } // `quote`: already quoted, for a creation asked with `create`
   | { withdrawn: true }
 );
 

@@ -9,6 +9,8 @@
  *   PROVIDER_PACING_LEAD_MS    a slot that frees within this long gets its call scheduled ahead (default 1000)
  *   PROVIDER_CALL_TIMEOUT_MS   how long one call may take from its start, lookup included (default 30000)
  *   PROVIDER_QUOTE_MIN_REMAINING_MS  a quote is shared or carried only while it has this long left (default 60000)
+ *   PROVIDER_PACING_GATE_HISTORY_LIMIT  the gate continues as new at this many events, or sooner when
+ *                              Temporal suggests it (default 5000)
  */
 import { z } from 'zod';
 import { PROVIDER_RATE_LIMITS, type CallFamily, type RateLimit } from '../provider/limits';
@@ -17,7 +19,7 @@ import type { PacingSettings } from '../contract/gate-messages';
 
 export type { PacingSettings };
 
-export const DEFAULT_PACING: PacingSettings = { pacing: 'gate', limits: { ...PROVIDER_RATE_LIMITS }, marginMs: 250, callTimeoutMs: 30_000, quoteMinRemainingMs: 60_000, leadMs: 1_000 };
+export const DEFAULT_PACING: PacingSettings = { pacing: 'gate', limits: { ...PROVIDER_RATE_LIMITS }, marginMs: 250, callTimeoutMs: 30_000, quoteMinRemainingMs: 60_000, leadMs: 1_000, gateHistoryLimit: 5_000 };
 
 const UNITS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 };
 const FAMILIES: readonly CallFamily[] = ['creations', 'quotes', 'other'];
@@ -65,6 +67,7 @@ const PacingEnvSchema = z.object({
   PROVIDER_CALL_TIMEOUT_MS: ms(1_000, 600_000, DEFAULT_PACING.callTimeoutMs),
   PROVIDER_PACING_LEAD_MS: ms(0, 60_000, DEFAULT_PACING.leadMs),
   PROVIDER_QUOTE_MIN_REMAINING_MS: ms(0, 3_600_000, DEFAULT_PACING.quoteMinRemainingMs),
+  PROVIDER_PACING_GATE_HISTORY_LIMIT: z.coerce.number().int().min(100).max(40_000).default(DEFAULT_PACING.gateHistoryLimit),
 });
 
 export function pacingSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): PacingSettings {
@@ -76,5 +79,6 @@ export function pacingSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): Pac
     callTimeoutMs: e.PROVIDER_CALL_TIMEOUT_MS,
     quoteMinRemainingMs: e.PROVIDER_QUOTE_MIN_REMAINING_MS,
     leadMs: e.PROVIDER_PACING_LEAD_MS,
+    gateHistoryLimit: e.PROVIDER_PACING_GATE_HISTORY_LIMIT,
   };
 }

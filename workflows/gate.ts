@@ -5,11 +5,11 @@
  * One gate workflow per task queue (so per API key), `pacing-gate:<queue>`, makes every quote and
  * creation call itself, as an activity. A delivery asks by signal (`gateRequest`, sent by a local
  * activity with signal-with-start) and waits for one `gateAnswer` signal: a quote, a delivery, a
- * failure that retrying cannot fix, `withdrawn`, or `again` (the gate continued as new without
- * its queue: ask again, the place is kept). A quote asked with `create` that is within the
- * order's maximum price is followed by its creation at once, and answered with both. A cancelled
- * delivery signals `gateWithdraw`; a call already out is answered when it ends. Every signal is
- * sent by an activity through the worker's client; the answers go out in batches.
+ * failure that retrying cannot fix, `withdrawn`, or `again` (the gate continues as new without
+ * its queue: ask its next run again, the place is kept). A quote asked with `create` that is
+ * within the order's maximum price is followed by its creation at once, and answered with both.
+ * A cancelled delivery signals `gateWithdraw`; a call already out is answered when it ends. Every
+ * signal is sent by an activity through the worker's client; the answers go out in batches.
  *
  * Slots, in the Temporal server's time only. A call can reach the provider from when its
  * activity is scheduled (plus the delay it is given) until its schedule-to-close timeout; the
@@ -40,7 +40,6 @@ import { providerTaskQueues } from '../contract/task-queues';
 
 /** How long an activity task may wait for a worker beyond its delay before the server drops it. */
 export const START_SLACK_MS = 5_000;
-const HISTORY_LIMIT = 5_000;
 const local = proxyLocalActivities<GateActivities>({ startToCloseTimeout: '10 seconds' });
 /**
  * The gate's answers go out by (ordinary) activity on its own queue: a local activity would hold
@@ -71,8 +70,8 @@ export async function pacingGate(input: { taskQueue: string; config: GateConfig;
 
   for (let draining = false; ; ) {
     changed = false;
-    draining ||= workflowInfo().continueAsNewSuggested || workflowInfo().historyLength >= HISTORY_LIMIT;
-    if (draining) for (const w of gate.waiting.splice(0)) outbox.push({ to: w.from, answer: { n: w.n, again: true, unclear: w.unclear, quote: w.quote } });
+    draining ||= workflowInfo().continueAsNewSuggested || workflowInfo().historyLength >= gate.s.config.historyLimit;
+    if (draining) for (const w of gate.waiting.splice(0)) outbox.push({ to: w.from, answer: { n: w.n, again: true, unclear: w.unclear, quote: w.quote, run: workflowInfo().runId } });
     else {
       for (const call of gate.take(Date.now())) {
         track(
@@ -166,12 +165,13 @@ export class GateCalls {
     const requestedAt = Date.now();
     const mayCreate = family === 'creations' || o.create !== undefined;
     let quoted: Quote | undefined; // quoted, and its creation asked again (the gate continued as new meanwhile)
+    let notRun: string | undefined; // the gate's run that said "again": ask its successor
     for (let unclear = false; ; ) {
       const asking = quoted ? 'creations' : family;
       const n = ++this.n;
       let answer: GateAnswer | undefined;
       try {
-        await local.askGate({ taskQueue, request: { from, n, family: asking, food: o.food, requestedAt, order, ...(asking === 'quotes' && { fingerprint: o.fingerprint, create: o.create }), unclear } });
+        await local.askGate({ taskQueue, request: { from, n, family: asking, food: o.food, requestedAt, order, ...(asking === 'quotes' && { fingerprint: o.fingerprint, create: o.create }), unclear }, notRun });
         await condition(() => this.answers.has(n));
         answer = this.answers.get(n)!;
       } catch (err) {
@@ -193,6 +193,7 @@ export class GateCalls {
       if ('again' in answer) {
         unclear ||= answer.unclear;
         quoted ??= answer.quote;
+        notRun = answer.run;
       } else if (!('withdrawn' in answer)) return quoted ? { ...answer, quote: quoted } : answer;
     }
   }

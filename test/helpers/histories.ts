@@ -21,14 +21,15 @@ function slug(text: string): string {
   return text.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '').slice(0, 90);
 }
 
-export async function recordHistories(generation: string, testName: string, handles: WorkflowHandle[]): Promise<void> {
+/** `runId`: that run (a workflow that continued as new); without it, the latest. */
+export async function recordHistories(generation: string, testName: string, handles: { workflowId: string; runId?: string }[]): Promise<void> {
   if (!/^[a-z0-9-]+$/.test(generation)) throw new Error('RECORD_HISTORIES must name a folder such as v2-reconciliation');
   const dir = join(HISTORIES_DIR, generation);
   mkdirSync(dir, { recursive: true });
   for (const [i, handle] of handles.entries()) {
     // The CLI writes the same JSON the Web UI downloads, which historyFromJSON reads back.
     const { address, namespace } = testServerAddress();
-    const json = execFileSync(process.env.TEMPORAL_CLI_PATH!, ['workflow', 'show', '--address', address, '--namespace', namespace, '--workflow-id', handle.workflowId, '--output', 'json']);
+    const json = execFileSync(process.env.TEMPORAL_CLI_PATH!, ['workflow', 'show', '--address', address, '--namespace', namespace, '--workflow-id', handle.workflowId, ...(handle.runId ? ['--run-id', handle.runId] : []), '--output', 'json']);
     const name = `${slug(testName)}${handles.length > 1 ? `-${i + 1}` : ''}.json`;
     writeFileSync(join(dir, name), json);
   }

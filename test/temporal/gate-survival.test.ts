@@ -9,7 +9,8 @@
 import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Client, Connection } from '@temporalio/client';
+import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
+import { temporal as proto } from '@temporalio/proto';
 import { connectClient } from '../../temporal/client-connection';
 import { DeliveryClient } from '../../client/delivery-client';
 import { createSimulator, type Simulator } from '../../simulator/server';
@@ -51,7 +52,7 @@ function order(n: number): DeliveryOrder {
   return o;
 }
 
-async function setUp(sim: Simulator, callTimeoutMs: number, limits = LIMITS, clockOffsetsMs = [0, 0]) {
+async function setUp(sim: Simulator, callTimeoutMs: number, limits = LIMITS, clockOffsetsMs = [0, 0], extraEnv: Record<string, string> = {}) {
   const { url } = await sim.listen(0, '127.0.0.1');
   const taskQueue = uniqueTaskQueue('survive');
   const env = {
@@ -67,6 +68,7 @@ async function setUp(sim: Simulator, callTimeoutMs: number, limits = LIMITS, clo
     PROVIDER_CALL_TIMEOUT_MS: String(callTimeoutMs),
     WORKER_WORKFLOW_BUNDLE: bundleFile,
     LOG_LEVEL: 'WARN',
+    ...extraEnv,
   };
   let n = 0;
   const startWorker = (offsetMs = 0) =>
@@ -274,6 +276,59 @@ it('cancels orders while their creation is asked of the gate, creates none of th
       const lone = [];
       for (const h of handles) if (lone.length < 2 && hasLoneMarkerTask(await h.fetchHistory())) lone.push(h);
       await recordHistories(process.env.RECORD_HISTORIES, 'cancelled while its creation is asked of the gate', lone.length ? lone : handles.slice(0, 1));
+    }
+  } finally {
+    await group.stopAll();
+    await sim.close();
+  }
+}, 240_000);
+
+it('continues the gate as new mid-backlog with no task refused: orders told to ask again ask its next run', async () => {
+  // An ask that reached the draining run during its last task would make the server refuse that
+  // task (UnhandledCommand) and the worker replay the run's whole history before going on.
+  const sim = createSimulator({ apiKeys: [KEY], timeScale: SCALE });
+  const { taskQueue, client } = await setUp(sim, 3_000, LIMITS, [0, 0], { PROVIDER_PACING_GATE_HISTORY_LIMIT: '200' });
+  const references = Array.from({ length: 80 }, (_, i) => `CAN-${Date.now().toString(36)}-${i}`);
+  try {
+    await Promise.all(references.map((reference, i) => client.startDelivery(order(900 + i), { reference, followUp: { quietMs: 3_600_000 } })));
+    await eventually('every order to be created', () => (oneDeliveryPerReference(sim, references).missing.length === 0 ? true : undefined), 120_000);
+    expect(oneDeliveryPerReference(sim, references)).toEqual({ duplicated: [], missing: [] });
+    expect(sim.requestLog().filter((e) => e.status === 429)).toEqual([]);
+    const runs = await eventually('the gate to have continued as new twice', async () => {
+      const found: (WorkflowHandle & { runId: string })[] = [];
+      for await (const w of temporal.workflow.list({ query: `WorkflowId = '${gateWorkflowId(taskQueue)}'` })) found.push(Object.assign(temporal.workflow.getHandle(w.workflowId, w.runId), { runId: w.runId }));
+      return found.length >= 3 ? found : undefined;
+    });
+    // Refused tasks, and which asks reached the run meanwhile (those after the refusal, before the
+    // next task). First asks of new orders can always arrive; asks made again (n > 1) must not.
+    const refused: { run: string; asks: string[] }[] = [];
+    for (const run of runs) {
+      const events = (await run.fetchHistory()).events ?? [];
+      events.forEach((e, i) => {
+        if (e.workflowTaskFailedEventAttributes?.cause !== proto.api.enums.v1.WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_UNHANDLED_COMMAND) return;
+        const next = events.findIndex((x, j) => j > i && x.workflowTaskStartedEventAttributes);
+        const asks = events
+          .slice(i + 1, next < 0 ? undefined : next)
+          .flatMap((x) => (x.workflowExecutionSignaledEventAttributes?.signalName === 'gateRequest' ? [JSON.parse(Buffer.from(x.workflowExecutionSignaledEventAttributes.input!.payloads![0]!.data!).toString()) as { from: string; n: number }] : []))
+          .map((r) => `${r.from}#${r.n}`);
+        refused.push({ run: run.workflowId, asks });
+      });
+    }
+    console.log(`gate runs: ${runs.length}; tasks refused: ${refused.length}, during first asks only: ${refused.filter((r) => r.asks.every((a) => a.endsWith('#1'))).length}`);
+    expect(refused.flatMap((r) => r.asks).filter((a) => !a.endsWith('#1'))).toEqual([]);
+    expect(await unreplayable(runs)).toEqual([]);
+    if (process.env.RECORD_HISTORIES) {
+      // A run that continued as new, and an order it told to ask again.
+      const signalled = (events: proto.api.history.v1.IHistoryEvent[], name: string) =>
+        events.flatMap((e) => (e.workflowExecutionSignaledEventAttributes?.signalName === name ? [Buffer.from(e.workflowExecutionSignaledEventAttributes.input!.payloads![0]!.data!).toString()] : []));
+      let continued: { workflowId: string; runId: string } | undefined;
+      for (const run of runs) if (!continued && (await run.fetchHistory()).events?.at(-1)?.workflowExecutionContinuedAsNewEventAttributes) continued = run;
+      let toldAgain: WorkflowHandle | undefined;
+      for (const r of references) {
+        const h = temporal.workflow.getHandle(deliveryWorkflowId(r));
+        if (!toldAgain && signalled((await h.fetchHistory()).events ?? [], 'gateAnswer').some((a) => a.includes('"again":true'))) toldAgain = h;
+      }
+      await recordHistories(process.env.RECORD_HISTORIES, 'gate continued as new mid-backlog', [continued!, toldAgain!]);
     }
   } finally {
     await group.stopAll();

@@ -7,7 +7,7 @@ import { RollingWindowLimiter } from '../../simulator/rate-limiter';
 import type { GateConfig, GateRequest } from '../../contract/gate-messages';
 import { GateState, OUTAGE_AFTER, type Call } from '../../workflows/gate-state';
 
-const config: GateConfig = { limits: { creations: { limit: 3, windowMs: 1_000 }, quotes: { limit: 3, windowMs: 1_000 } }, marginMs: 10, callTimeoutMs: 5_000, leadMs: 0, quoteMinRemainingMs: 100 };
+const config: GateConfig = { limits: { creations: { limit: 3, windowMs: 1_000 }, quotes: { limit: 3, windowMs: 1_000 } }, marginMs: 10, callTimeoutMs: 5_000, leadMs: 0, quoteMinRemainingMs: 100, historyLimit: 5_000 };
 const req = (n: number, extra: Partial<GateRequest> = {}): GateRequest => ({ from: `wf-${n}`, n: 1, family: 'creations', food: false, requestedAt: n, order: {} as GateRequest['order'], ...extra });
 const quote = (expiresAt: number) => ({ price: { amount: 990, currency: 'EUR' }, expires_at: new Date(expiresAt).toISOString() });
 const ok = (c: Call) => ({ kind: 'answered' as const, answer: { n: c.req.n, delivery: {} as never } });
