@@ -14,7 +14,7 @@ import { temporal as proto } from '@temporalio/proto';
 import { connectClient } from '../../temporal/client-connection';
 import { DeliveryClient } from '../../client/delivery-client';
 import { createSimulator, type Simulator } from '../../simulator/server';
-import { gateStatusQuery } from '../../contract/gate-messages';
+import { gateStatusQuery, type GateAnswer } from '../../contract/gate-messages';
 import { gateWorkflowId } from '../../contract/workflow-ids';
 import type { DeliveryOrder, DeliveryState } from '../../contract/delivery-types';
 import { deliveryWorkflowId } from '../../contract/workflow-ids';
@@ -75,6 +75,11 @@ async function setUp(sim: Simulator, callTimeoutMs: number, limits = LIMITS, clo
     group.start({ name: `worker#${++n}`, entry: ENTRY.worker.entry, ready: ENTRY.worker.ready, env: offsetMs ? { ...env, NODE_OPTIONS: `--require ${SKEWED_CLOCK}`, TEST_CLOCK_OFFSET_MS: String(offsetMs) } : env });
   const workers = await Promise.all(clockOffsetsMs.map((o) => startWorker(o)));
   return { taskQueue, workers, startWorker, client: new DeliveryClient({ temporal, taskQueue }) };
+}
+
+/** The arguments of the named signals in a history (JSON payloads: these tests use no codec). */
+function signals<T>(events: proto.api.history.v1.IHistoryEvent[], name: string): T[] {
+  return events.flatMap((e) => (e.workflowExecutionSignaledEventAttributes?.signalName === name ? [JSON.parse(Buffer.from(e.workflowExecutionSignaledEventAttributes.input!.payloads![0]!.data!).toString()) as T] : []));
 }
 
 function oneDeliveryPerReference(sim: Simulator, references: string[]): { duplicated: string[]; missing: string[] } {
@@ -301,16 +306,13 @@ it('continues the gate as new mid-backlog with no task refused: orders told to a
     });
     // Refused tasks, and which asks reached the run meanwhile (those after the refusal, before the
     // next task). First asks of new orders can always arrive; asks made again (n > 1) must not.
+    const histories = await Promise.all(runs.map(async (run) => ({ run, events: (await run.fetchHistory()).events ?? [] })));
     const refused: { run: string; asks: string[] }[] = [];
-    for (const run of runs) {
-      const events = (await run.fetchHistory()).events ?? [];
+    for (const { run, events } of histories) {
       events.forEach((e, i) => {
         if (e.workflowTaskFailedEventAttributes?.cause !== proto.api.enums.v1.WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_UNHANDLED_COMMAND) return;
         const next = events.findIndex((x, j) => j > i && x.workflowTaskStartedEventAttributes);
-        const asks = events
-          .slice(i + 1, next < 0 ? undefined : next)
-          .flatMap((x) => (x.workflowExecutionSignaledEventAttributes?.signalName === 'gateRequest' ? [JSON.parse(Buffer.from(x.workflowExecutionSignaledEventAttributes.input!.payloads![0]!.data!).toString()) as { from: string; n: number }] : []))
-          .map((r) => `${r.from}#${r.n}`);
+        const asks = signals<{ from: string; n: number }>(events.slice(i + 1, next < 0 ? undefined : next), 'gateRequest').map((r) => `${r.from}#${r.n}`);
         refused.push({ run: run.workflowId, asks });
       });
     }
@@ -319,16 +321,13 @@ it('continues the gate as new mid-backlog with no task refused: orders told to a
     expect(await unreplayable(runs)).toEqual([]);
     if (process.env.RECORD_HISTORIES) {
       // A run that continued as new, and an order it told to ask again.
-      const signalled = (events: proto.api.history.v1.IHistoryEvent[], name: string) =>
-        events.flatMap((e) => (e.workflowExecutionSignaledEventAttributes?.signalName === name ? [Buffer.from(e.workflowExecutionSignaledEventAttributes.input!.payloads![0]!.data!).toString()] : []));
-      let continued: { workflowId: string; runId: string } | undefined;
-      for (const run of runs) if (!continued && (await run.fetchHistory()).events?.at(-1)?.workflowExecutionContinuedAsNewEventAttributes) continued = run;
+      const continued = histories.find((h) => h.events.at(-1)?.workflowExecutionContinuedAsNewEventAttributes)!.run;
       let toldAgain: WorkflowHandle | undefined;
       for (const r of references) {
         const h = temporal.workflow.getHandle(deliveryWorkflowId(r));
-        if (!toldAgain && signalled((await h.fetchHistory()).events ?? [], 'gateAnswer').some((a) => a.includes('"again":true'))) toldAgain = h;
+        if (!toldAgain && signals<GateAnswer>((await h.fetchHistory()).events ?? [], 'gateAnswer').some((a) => 'again' in a)) toldAgain = h;
       }
-      await recordHistories(process.env.RECORD_HISTORIES, 'gate continued as new mid-backlog', [continued!, toldAgain!]);
+      await recordHistories(process.env.RECORD_HISTORIES, 'gate continued as new mid-backlog', [continued, toldAgain!]);
     }
   } finally {
     await group.stopAll();
