@@ -285,7 +285,8 @@ function renderCancellation(s: DeliveryState): string {
 
 function renderEntry(e: TimelineEntry): string {
   const what = e.status ? `${e.subject === 'delivery' ? 'delivery' : `destination ${e.subject}`} → ${e.status}` : e.note;
-  return `${e.at}  ${what}${e.source !== 'workflow' ? `  (${e.source})` : ''}`;
+  const origin = e.source === 'workflow' ? '' : `  (${e.source}${e.late ? ', late: the status did not move back' : ''})`;
+  return `${e.at}  ${what}${origin}`;
 }
 
 function table(headers: string[], rows: string[][]): string {

@@ -85,6 +85,8 @@ export interface TimelineEntry {
   source: ChangeSource | 'workflow';
   eventId?: string;
   occurredAt?: string;
+  /** A webhook that came after a later status of the same subject (retried, overtaken); the status did not move back. */
+  late?: boolean;
 }
 
 export interface DestinationState {

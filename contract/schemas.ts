@@ -109,6 +109,7 @@ export const TimelineEntrySchema = definition(
     source: z.enum(['provider', 'webhook', 'reconciliation', 'workflow']),
     eventId: z.string().optional(),
     occurredAt: isoTime.optional(),
+    late: z.boolean().optional().meta({ description: 'A webhook that came after a later status of the same subject (retried, overtaken); the status did not move back' }),
   }),
   'TimelineEntry',
   'One step of the delivery\'s timeline.',

@@ -224,7 +224,7 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
   takeRecord(record);
   upsertSearchAttributes([{ key: DeliveryId, value: record.id }]);
   const beforePending = state.status;
-  for (const change of pending.splice(0)) tracker.apply(change, now());
+  tracker.applyInProviderOrder(pending.splice(0), now());
   statusChanged(beforePending);
   setPhase('following');
   return await follow();

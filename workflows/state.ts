@@ -3,14 +3,15 @@
  * (the caller passes the time), so it runs inside the workflow and in plain unit tests.
  *
  * Rules: a status moves only forward along the provider's lifecycle; a repeated or older status
- * changes nothing; an unknown (future) status is kept and shown, without moving the lifecycle
- * position, so a later known status still applies if it is further along.
+ * changes nothing (an older one from a webhook is kept in the timeline as late); an unknown
+ * (future) status is kept and shown, without moving the lifecycle position, so a later known
+ * status still applies if it is further along.
  */
 import { deliveryRank, destinationRank, isTerminalDelivery } from '../provider/lifecycle';
 import type { DeliveryRecord } from '../provider/schemas';
 import type { ChangeSource, DeliveryState, DeliveryWorkflowInput, StatusChange, TimelineEntry, TrackerSnapshot } from '../contract/delivery-types';
 
-export type ChangeOutcome = 'applied' | 'duplicate' | 'stale' | 'other_delivery' | 'unknown_destination';
+export type ChangeOutcome = 'applied' | 'late' | 'duplicate' | 'stale' | 'other_delivery' | 'unknown_destination';
 
 /**
  * Timeline entries kept: the newest 500, the older ones only counted (state.timelineDropped).
@@ -85,6 +86,17 @@ export class DeliveryTracker {
     this.apply({ deliveryId: record.id, status: record.status, occurredAt: record.updated_at, source }, now);
   }
 
+  /**
+   * Changes that came before the delivery's id was known, in the order the provider made them
+   * (event time, then lifecycle position): a retried webhook arrives after later ones.
+   */
+  applyInProviderOrder(changes: readonly StatusChange[], now: Date): void {
+    const time = (c: StatusChange) => (c.occurredAt === undefined ? Infinity : Date.parse(c.occurredAt));
+    const rank = (c: StatusChange) => (c.destinationId === undefined ? deliveryRank(c.status) : destinationRank(c.status)) ?? Infinity;
+    const ordered = [...changes].sort((a, b) => time(a) - time(b) || rank(a) - rank(b) || 0);
+    for (const change of ordered) this.apply(change, now);
+  }
+
   /** One status change, from a webhook or a fetch. */
   apply(change: StatusChange, now: Date): ChangeOutcome {
     if (change.eventId !== undefined && this.seen.has(change.eventId)) return 'duplicate';
@@ -110,19 +122,22 @@ export class DeliveryTracker {
     }
     if (current === change.status) return 'duplicate';
     const knownRank = this.ranks[subject];
-    if (rank !== undefined && knownRank !== undefined && rank <= knownRank) return 'stale';
+    const entry = { at: now.toISOString(), subject, status: change.status, source: change.source, eventId: change.eventId, occurredAt: change.occurredAt };
+    if (rank !== undefined && knownRank !== undefined && rank <= knownRank) {
+      // The contract does not promise order: a webhook retried after an outage comes after later
+      // ones. An earlier step of the lifecycle still tells when it happened, so it is kept, marked
+      // late, status unmoved. An older record (a read behind a webhook) tells nothing new, and a
+      // rival end (DELIVERED after CANCELED) is no earlier step.
+      const earlierStep = rank < knownRank && change.source === 'webhook';
+      if (!earlierStep || this.state.timeline.some((t) => t.subject === subject && t.status === change.status)) return 'stale';
+      this.push({ ...entry, late: true });
+      return 'late';
+    }
 
     if (change.destinationId === undefined) s.status = change.status;
     else s.destinations.find((x) => x.id === change.destinationId)!.status = change.status;
     this.setRank(subject, rank);
-    this.push({
-      at: now.toISOString(),
-      subject,
-      status: change.status,
-      source: change.source,
-      eventId: change.eventId,
-      occurredAt: change.occurredAt,
-    });
+    this.push(entry);
     return 'applied';
   }
 

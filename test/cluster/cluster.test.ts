@@ -217,11 +217,11 @@ describe.each(FAULTS.map((f, i) => [f.name, i] as const))('%s while a backlog dr
     expect(log.filter((e) => e.status === 429)).toEqual([]);
     expect(await providerAgrees(references, results)).toEqual({ duplicated: [], orphans: [], missing: [], disagreeing: [] });
     expect(await lostWebhooks(sinceMs)).toEqual([]);
-    // Every status the provider reported for these deliveries is in the workflow's timeline, but
-    // for those older than a record the workflow read from the provider itself (its creation's answer
-    // or a reconciliation read): a creation whose
-    // worker was killed is looked up by reference, and the record found may be further along
-    // already (its earlier webhooks then arrive as stale, and the timeline starts from the record).
+    // Every status the provider reported for these deliveries is in the workflow's timeline (one
+    // overtaken by a later status, its webhook retried after the fault, is kept marked late), but
+    // for those older than a record the workflow read from the provider itself (its creation's
+    // answer or a reconciliation read): a creation whose worker was killed is looked up by
+    // reference, and the record found may be further along already.
     const { events } = await stack.sim.webhooks();
     const lost = references.flatMap((r) => {
       const s = results.get(r)!;

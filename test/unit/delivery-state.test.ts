@@ -55,9 +55,45 @@ describe('the delivery state machine', () => {
     t.apply({ deliveryId: 'del_1', status: 'UPCOMING', source: 'webhook' }, t0);
     expect(t.apply({ deliveryId: 'del_1', status: 'WAITING_FOR_FERRY', source: 'webhook' }, t0)).toBe('applied');
     expect(t.state.status).toBe('WAITING_FOR_FERRY');
-    expect(t.apply({ deliveryId: 'del_1', status: 'ASSIGNED', source: 'webhook' }, t0)).toBe('stale');
+    expect(t.apply({ deliveryId: 'del_1', status: 'ASSIGNED', source: 'webhook' }, t0)).toBe('late');
+    expect(t.state.status).toBe('WAITING_FOR_FERRY');
     expect(t.apply({ deliveryId: 'del_1', status: 'PICKED_UP', source: 'webhook' }, t0)).toBe('applied');
     expect(t.ended).toBe(false);
+  });
+
+  it('keeps a webhook overtaken by a later status in the timeline, marked late, without moving the status back', () => {
+    const t = tracked();
+    t.apply({ deliveryId: 'del_1', status: 'PICKED_UP', source: 'webhook', eventId: 'evt_3' }, t0);
+    const at = new Date(t0.getTime() + 5_000);
+    expect(t.apply({ deliveryId: 'del_1', status: 'ASSIGNED', source: 'webhook', eventId: 'evt_1', occurredAt: t0.toISOString() }, at)).toBe('late');
+    expect(t.state.status).toBe('PICKED_UP');
+    expect(t.state.timeline.at(-1)).toEqual({ at: at.toISOString(), subject: 'delivery', status: 'ASSIGNED', source: 'webhook', eventId: 'evt_1', occurredAt: t0.toISOString(), late: true });
+    // Kept once: another event with the same status, a record read behind, a rival end: nothing new.
+    expect(t.apply({ deliveryId: 'del_1', status: 'ASSIGNED', source: 'webhook', eventId: 'evt_1b' }, at)).toBe('stale');
+    expect(t.apply({ deliveryId: 'del_1', status: 'UPCOMING', source: 'reconciliation' }, at)).toBe('stale');
+    t.apply({ deliveryId: 'del_1', destinationId: 'dst_0', status: 'DELIVERED', source: 'webhook' }, at);
+    expect(t.apply({ deliveryId: 'del_1', destinationId: 'dst_0', status: 'FAILED', source: 'webhook' }, at)).toBe('stale');
+    expect(t.apply({ deliveryId: 'del_1', destinationId: 'dst_0', status: 'IN_TRANSIT', source: 'webhook' }, at)).toBe('late');
+    expect(t.state.timeline.filter((e) => e.late).map((e) => `${e.subject} ${e.status}`)).toEqual(['delivery ASSIGNED', 'dst_0 IN_TRANSIT']);
+  });
+
+  it('applies changes that waited for the delivery id in the order the provider made them, not the order they came', () => {
+    const t = tracked();
+    const time = (s: number) => new Date(t0.getTime() + s * 1000).toISOString();
+    t.applyInProviderOrder(
+      [
+        { deliveryId: 'del_1', status: 'PICKED_UP', source: 'webhook', occurredAt: time(3) },
+        { deliveryId: 'del_1', status: 'UPCOMING', source: 'webhook', occurredAt: time(2) },
+        { deliveryId: 'del_1', destinationId: 'dst_0', status: 'IN_TRANSIT', source: 'webhook', occurredAt: time(3) },
+        // a retry that came last; the same second as UPCOMING, an earlier step
+        { deliveryId: 'del_1', status: 'ASSIGNED', source: 'webhook', occurredAt: time(2) },
+      ],
+      t0,
+    );
+    expect(t.state.status).toBe('PICKED_UP');
+    const steps = (subject: string) => t.state.timeline.filter((e) => e.source === 'webhook' && e.subject === subject).map((e) => `${e.status}${e.late ? ' late' : ''}`);
+    expect(steps('delivery')).toEqual(['ASSIGNED', 'UPCOMING', 'PICKED_UP']);
+    expect(steps('dst_0')).toEqual(['IN_TRANSIT']);
   });
 
   it('never leaves a terminal status', () => {
