@@ -92,7 +92,7 @@ export class DeliveryTracker {
    */
   applyInProviderOrder(changes: readonly StatusChange[], now: Date): void {
     const time = (c: StatusChange) => (c.occurredAt === undefined ? Infinity : Date.parse(c.occurredAt));
-    const rank = (c: StatusChange) => (c.destinationId === undefined ? deliveryRank(c.status) : destinationRank(c.status)) ?? Infinity;
+    const rank = (c: StatusChange) => rankOf(c) ?? Infinity;
     const ordered = [...changes].sort((a, b) => time(a) - time(b) || rank(a) - rank(b) || 0);
     for (const change of ordered) this.apply(change, now);
   }
@@ -110,17 +110,14 @@ export class DeliveryTracker {
     if (change.deliveryId !== s.deliveryId) return 'other_delivery';
     const subject = change.destinationId ?? 'delivery';
     let current: string | undefined;
-    let rank: number | undefined;
-    if (change.destinationId === undefined) {
-      current = s.status;
-      rank = deliveryRank(change.status);
-    } else {
+    if (change.destinationId === undefined) current = s.status;
+    else {
       const d = s.destinations.find((x) => x.id === change.destinationId);
       if (!d) return 'unknown_destination';
       current = d.status;
-      rank = destinationRank(change.status);
     }
     if (current === change.status) return 'duplicate';
+    const rank = rankOf(change);
     const knownRank = this.ranks[subject];
     const entry = { at: now.toISOString(), subject, status: change.status, source: change.source, eventId: change.eventId, occurredAt: change.occurredAt };
     if (rank !== undefined && knownRank !== undefined && rank <= knownRank) {
@@ -163,4 +160,9 @@ export class DeliveryTracker {
       d.bySource[dropped.source] = (d.bySource[dropped.source] ?? 0) + 1;
     }
   }
+}
+
+/** A change's position in its subject's lifecycle (the delivery's or a destination's), or undefined for an unknown status. */
+function rankOf(change: StatusChange): number | undefined {
+  return change.destinationId === undefined ? deliveryRank(change.status) : destinationRank(change.status);
 }
