@@ -119,23 +119,21 @@ export class DeliveryTracker {
     if (current === change.status) return 'duplicate';
     const rank = rankOf(change);
     const knownRank = this.ranks[subject];
-    const entry = { at: now.toISOString(), subject, status: change.status, source: change.source, eventId: change.eventId, occurredAt: change.occurredAt };
-    if (rank !== undefined && knownRank !== undefined && rank <= knownRank) {
+    const late = rank !== undefined && knownRank !== undefined && rank <= knownRank;
+    if (late) {
       // The contract does not promise order: a webhook retried after an outage comes after later
       // ones. An earlier step of the lifecycle still tells when it happened, so it is kept, marked
       // late, status unmoved. An older record (a read behind a webhook) tells nothing new, and a
       // rival end (DELIVERED after CANCELED) is no earlier step.
       const earlierStep = rank < knownRank && change.source === 'webhook';
       if (!earlierStep || this.state.timeline.some((t) => t.subject === subject && t.status === change.status)) return 'stale';
-      this.push({ ...entry, late: true });
-      return 'late';
+    } else {
+      if (change.destinationId === undefined) s.status = change.status;
+      else s.destinations.find((x) => x.id === change.destinationId)!.status = change.status;
+      this.setRank(subject, rank);
     }
-
-    if (change.destinationId === undefined) s.status = change.status;
-    else s.destinations.find((x) => x.id === change.destinationId)!.status = change.status;
-    this.setRank(subject, rank);
-    this.push(entry);
-    return 'applied';
+    this.push({ at: now.toISOString(), subject, status: change.status, source: change.source, eventId: change.eventId, occurredAt: change.occurredAt, ...(late && { late }) });
+    return late ? 'late' : 'applied';
   }
 
   private setRank(subject: string, rank: number | undefined): void {
