@@ -1,7 +1,8 @@
 /**
  * The pacing gate's messages (workflows/gate.ts), sent by local activities through the worker's
- * own client: a signal command would cost the sending workflow one more workflow task, and the
- * gate's answers go out in one batch.
+ * own client: a signal command would cost the sending workflow one more workflow task. The asks
+ * of one worker process go to the gate together (activities/batched-sends.ts), and the gate's
+ * answers go out in one batch.
  */
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
@@ -9,6 +10,10 @@ import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { gateAnswerSignal, gateConfigureSignal, gateRequestSignal, gateWithdrawSignal, type Addressed, type GateConfig, type GateRequest, type PacingSettings } from '../contract/gate-messages';
 import { gateWorkflowId } from '../contract/workflow-ids';
 import { gateTaskQueue } from '../contract/task-queues';
+import { batchedSends } from './batched-sends';
+
+/** Asks in one signal at most: a gate request carries its order, a few KiB at most, and a signal's payload should stay well under Temporal's 2 MiB limit. */
+const MAX_ASKS_PER_SIGNAL = 50;
 
 export function gateConfig(s: PacingSettings): GateConfig {
   return { limits: { creations: s.limits.creations, quotes: s.limits.quotes }, marginMs: s.marginMs, callTimeoutMs: s.callTimeoutMs, leadMs: s.leadMs, quoteMinRemainingMs: s.quoteMinRemainingMs, historyLimit: s.gateHistoryLimit };
@@ -28,6 +33,16 @@ export function createGateActivities(deps: { client: Client; settings: PacingSet
   // A workflow that is gone (terminated, or the gate before it restarts) needs no message.
   const ignoreGone = (err: unknown): void => {
     if (!(err instanceof WorkflowNotFoundError)) throw err;
+  };
+  const asks = new Map<string, (request: GateRequest) => Promise<void>>(); // per task queue, so per gate
+  const ask = (taskQueue: string, request: GateRequest): Promise<void> => {
+    let send = asks.get(taskQueue);
+    if (!send) {
+      const start = gateStart(taskQueue, gateConfig(deps.settings));
+      send = batchedSends((requests: GateRequest[]) => deps.client.workflow.signalWithStart('pacingGate', { ...start, signal: gateRequestSignal, signalArgs: [requests] }).then(() => undefined), MAX_ASKS_PER_SIGNAL);
+      asks.set(taskQueue, send);
+    }
+    return send(request);
   };
   return {
     /** The worker's pacing settings, recorded once in the delivery's history. */
@@ -49,7 +64,7 @@ export function createGateActivities(deps: { client: Client; settings: PacingSet
           throw ApplicationFailure.create({ type: 'GateContinuingAsNew', message: `the pacing gate's run ${notRun} is continuing as new`, nextRetryDelay, category: ApplicationFailureCategory.BENIGN });
         }
       }
-      await deps.client.workflow.signalWithStart('pacingGate', { ...gateStart(taskQueue, gateConfig(deps.settings)), signal: gateRequestSignal, signalArgs: [request] });
+      await ask(taskQueue, request);
     },
     async withdrawFromGate({ taskQueue, from, n }: { taskQueue: string; from: string; n: number }): Promise<void> {
       await deps.client.workflow.getHandle(gateWorkflowId(taskQueue)).signal(gateWithdrawSignal, { from, n }).catch(ignoreGone);

@@ -62,7 +62,8 @@ export type GateAnswer = { n: number } & (
   | { withdrawn: true }
 );
 
-export const gateRequestSignal = defineSignal<[GateRequest]>('gateRequest');
+/** The asks of one worker process, sent together (activities/batched-sends.ts says why). */
+export const gateRequestSignal = defineSignal<[GateRequest[]]>('gateRequest');
 export const gateWithdrawSignal = defineSignal<[{ from: string; n: number }]>('gateWithdraw');
 /** Sent when a worker starts: its configuration applies from then on. */
 export const gateConfigureSignal = defineSignal<[GateConfig]>('gateConfigure');

@@ -4,7 +4,8 @@
  *
  * One gate workflow per task queue (so per API key), `pacing-gate:<queue>`, makes every quote and
  * creation call itself, as an activity. A delivery asks by signal (`gateRequest`, sent by a local
- * activity with signal-with-start) and waits for one `gateAnswer` signal: a quote, a delivery, a
+ * activity with signal-with-start, together with the asks of other deliveries on the same worker
+ * process) and waits for one `gateAnswer` signal: a quote, a delivery, a
  * failure that retrying cannot fix, `withdrawn`, or `again` (the gate continues as new without
  * its queue: ask its next run again, the place is kept). A quote asked with `create` that is
  * within the order's maximum price is followed by its creation at once, and answered with both.
@@ -63,7 +64,7 @@ export async function pacingGate(input: { taskQueue: string; config: GateConfig;
     const t: Promise<void> = p.then(() => void inFlight.delete(t));
     inFlight.add(t);
   };
-  setHandler(gateRequestSignal, (r) => post(r.from, gate.request(r, Date.now())));
+  setHandler(gateRequestSignal, (requests) => requests.forEach((r) => post(r.from, gate.request(r, Date.now()))));
   setHandler(gateWithdrawSignal, (r) => post(r.from, gate.withdraw(r)));
   setHandler(gateConfigureSignal, (config) => post('', void (gate.s.config = config))); // a new worker's settings
   setHandler(gateStatusQuery, () => gate.status(Date.now()));

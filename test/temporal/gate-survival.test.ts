@@ -312,7 +312,7 @@ it('continues the gate as new mid-backlog with no task refused: orders told to a
       events.forEach((e, i) => {
         if (e.workflowTaskFailedEventAttributes?.cause !== proto.api.enums.v1.WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_UNHANDLED_COMMAND) return;
         const next = events.findIndex((x, j) => j > i && x.workflowTaskStartedEventAttributes);
-        refused.push(signals<{ from: string; n: number }>(events.slice(i + 1, next < 0 ? undefined : next), 'gateRequest').map((r) => `${r.from}#${r.n}`));
+        refused.push(signals<{ from: string; n: number }[]>(events.slice(i + 1, next < 0 ? undefined : next), 'gateRequest').flat().map((r) => `${r.from}#${r.n}`));
       });
     }
     console.log(`gate runs: ${runs.length}; tasks refused: ${refused.length}, during first asks only: ${refused.filter((asks) => asks.every((a) => a.endsWith('#1'))).length}`);
