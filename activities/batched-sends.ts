@@ -8,13 +8,22 @@
  * orders start, 300 signals queue behind each other and the gate's own tasks, and the asks reach
  * it over seconds. Batched per worker process, the same asks are a few dozen signals.
  */
-export function batchedSends<T>(send: (items: T[]) => Promise<void>, maxBatch: number): (item: T) => Promise<void> {
-  const queued: { item: T; resolve: () => void; reject: (err: unknown) => void }[] = [];
+export interface BatchLimits<T> {
+  items: number;
+  /** Bytes per batch as `sizeOf` counts them; an item larger than this goes alone. */
+  bytes: number;
+  sizeOf: (item: T) => number;
+}
+
+export function batchedSends<T>(send: (items: T[]) => Promise<void>, limits: BatchLimits<T>): (item: T) => Promise<void> {
+  const queued: { item: T; size: number; resolve: () => void; reject: (err: unknown) => void }[] = [];
   let sending = false;
   const next = (): void => {
     if (sending || queued.length === 0) return;
     sending = true;
-    const batch = queued.splice(0, maxBatch);
+    let count = 1;
+    for (let bytes = queued[0]!.size; count < Math.min(queued.length, limits.items) && bytes + queued[count]!.size <= limits.bytes; count++) bytes += queued[count]!.size;
+    const batch = queued.splice(0, count);
     // A send that throws synchronously fails its batch like one that rejects.
     Promise.resolve()
       .then(() => send(batch.map((b) => b.item)))
@@ -29,7 +38,7 @@ export function batchedSends<T>(send: (items: T[]) => Promise<void>, maxBatch: n
   };
   return (item) =>
     new Promise<void>((resolve, reject) => {
-      queued.push({ item, resolve, reject });
+      queued.push({ item, size: limits.sizeOf(item), resolve, reject });
       next();
     });
 }

@@ -10,10 +10,14 @@ import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { gateAnswerSignal, gateConfigureSignal, gateRequestSignal, gateWithdrawSignal, type Addressed, type GateConfig, type GateRequest, type PacingSettings } from '../contract/gate-messages';
 import { gateWorkflowId } from '../contract/workflow-ids';
 import { gateTaskQueue } from '../contract/task-queues';
-import { batchedSends } from './batched-sends';
+import { batchedSends, type BatchLimits } from './batched-sends';
 
-/** Asks in one signal at most: a gate request carries its order, a few KiB at most, and a signal's payload should stay well under Temporal's 2 MiB limit. */
-const MAX_ASKS_PER_SIGNAL = 50;
+/**
+ * One signal of asks at most: a request carries its order (0.6 KiB for one destination, over 100
+ * KiB for 100 with long addresses), and a payload should stay under the 512 KiB at which Temporal
+ * warns (it refuses 2 MiB). A larger order goes alone, as it would unbatched.
+ */
+const ASKS_PER_SIGNAL: BatchLimits<GateRequest> = { items: 50, bytes: 256 * 1024, sizeOf: (r) => Buffer.byteLength(JSON.stringify(r)) };
 
 export function gateConfig(s: PacingSettings): GateConfig {
   return { limits: { creations: s.limits.creations, quotes: s.limits.quotes }, marginMs: s.marginMs, callTimeoutMs: s.callTimeoutMs, leadMs: s.leadMs, quoteMinRemainingMs: s.quoteMinRemainingMs, historyLimit: s.gateHistoryLimit };
@@ -39,7 +43,7 @@ export function createGateActivities(deps: { client: Client; settings: PacingSet
     let send = asks.get(taskQueue);
     if (!send) {
       const start = gateStart(taskQueue, gateConfig(deps.settings));
-      send = batchedSends((requests: GateRequest[]) => deps.client.workflow.signalWithStart('pacingGate', { ...start, signal: gateRequestSignal, signalArgs: [requests] }).then(() => undefined), MAX_ASKS_PER_SIGNAL);
+      send = batchedSends((requests: GateRequest[]) => deps.client.workflow.signalWithStart('pacingGate', { ...start, signal: gateRequestSignal, signalArgs: [requests] }).then(() => undefined), ASKS_PER_SIGNAL);
       asks.set(taskQueue, send);
     }
     return send(request);

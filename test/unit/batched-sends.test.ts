@@ -1,6 +1,8 @@
 /** The gate's asks from one worker process go together: none waits for a timer, none is lost, a failure reaches only its own batch. */
 import { batchedSends } from '../../activities/batched-sends';
 
+const byCount = (items: number) => ({ items, bytes: Infinity, sizeOf: (s: string) => s.length });
+
 /** A send the test answers by hand, recording every batch it was given. */
 function manualSend() {
   const batches: string[][] = [];
@@ -14,7 +16,7 @@ function manualSend() {
 
 it('sends a lone item at once, and the items that came meanwhile together when that send is answered', async () => {
   const m = manualSend();
-  const ask = batchedSends(m.send, 50);
+  const ask = batchedSends(m.send, byCount(50));
   const first = ask('a');
   await m.settled();
   expect(m.batches).toEqual([['a']]);
@@ -31,7 +33,7 @@ it('sends a lone item at once, and the items that came meanwhile together when t
 
 it('a failed send rejects its own batch only, and the next batch still goes', async () => {
   const m = manualSend();
-  const ask = batchedSends(m.send, 50);
+  const ask = batchedSends(m.send, byCount(50));
   const a = ask('a');
   await m.settled();
   const b = ask('b');
@@ -46,14 +48,14 @@ it('a failed send rejects its own batch only, and the next batch still goes', as
 it('a send that throws before returning a promise fails its batch instead of the caller stalling', async () => {
   const ask = batchedSends<string>(() => {
     throw new Error('bad payload');
-  }, 50);
+  }, byCount(50));
   await expect(ask('a')).rejects.toThrow('bad payload');
   await expect(ask('b')).rejects.toThrow('bad payload'); // and the sender is free again
 });
 
 it('keeps each batch within its size, in the order the items came', async () => {
   const m = manualSend();
-  const ask = batchedSends(m.send, 2);
+  const ask = batchedSends(m.send, byCount(2));
   const all = ['a', 'b', 'c', 'd', 'e'].map(ask);
   for (let i = 0; i < 3; i++) {
     await m.settled();
@@ -61,4 +63,16 @@ it('keeps each batch within its size, in the order the items came', async () => 
   }
   await Promise.all(all);
   expect(m.batches).toEqual([['a'], ['b', 'c'], ['d', 'e']]);
+});
+
+it('keeps each batch within its bytes, and sends an item larger than that alone', async () => {
+  const m = manualSend();
+  const ask = batchedSends(m.send, { items: 50, bytes: 10, sizeOf: (s: string) => s.length });
+  const all = ['a', 'bbbb', 'cccc', 'dd', 'e'.repeat(12), 'f'].map(ask);
+  for (let i = 0; i < 4; i++) {
+    await m.settled();
+    m.answer(i).resolve();
+  }
+  await Promise.all(all);
+  expect(m.batches).toEqual([['a'], ['bbbb', 'cccc', 'dd'], ['e'.repeat(12)], ['f']]);
 });
