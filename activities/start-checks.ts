@@ -16,16 +16,26 @@ export interface StartCheckActivities {
   checkDeliveryInput(input: unknown): Promise<FieldIssue[]>;
 }
 
-export function deliveryInputIssues(input: unknown, nowMs: number): FieldIssue[] {
+/**
+ * `notifyEndpoints`: the endpoint names this worker's configuration has (DELIVERY_NOTIFY_ENDPOINTS);
+ * a start naming another is refused before anything is quoted or created.
+ */
+export function deliveryInputIssues(input: unknown, nowMs: number, notifyEndpoints: ReadonlySet<string> = new Set()): FieldIssue[] {
   const parsed = DeliveryWorkflowInputSchema.safeParse(input);
   if (!parsed.success) return fieldIssues(parsed.error).map((i) => (i.field === '(body)' ? { ...i, field: 'input' } : i));
-  return pickupTimeIssues(parsed.data.order.desired_pickup_time, nowMs).map((i) => ({ ...i, field: `order.${i.field}` }));
+  const issues = pickupTimeIssues(parsed.data.order.desired_pickup_time, nowMs).map((i) => ({ ...i, field: `order.${i.field}` }));
+  const endpoint = parsed.data.notify?.endpoint;
+  if (endpoint !== undefined && !notifyEndpoints.has(endpoint)) {
+    const known = notifyEndpoints.size > 0 ? `configured: ${[...notifyEndpoints].join(', ')}` : 'none is configured';
+    issues.push({ field: 'notify.endpoint', message: `no notification endpoint named ${endpoint} (${known}; the operator sets DELIVERY_NOTIFY_ENDPOINTS)` });
+  }
+  return issues;
 }
 
-export function createStartCheckActivities(): StartCheckActivities {
+export function createStartCheckActivities(notifyEndpoints: ReadonlySet<string> = new Set()): StartCheckActivities {
   return {
     async checkDeliveryInput(input) {
-      return deliveryInputIssues(input, Date.now());
+      return deliveryInputIssues(input, Date.now(), notifyEndpoints);
     },
   };
 }

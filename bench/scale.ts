@@ -48,7 +48,7 @@ const chartLabel = (c: WorkerConfig) => `cache ${c.cache}${c.heap ? `, heap ${c.
 const TASK_QUEUE = 'scale-deliveries';
 const RAW_TASK_QUEUE = 'scale-raw-starts'; // no worker polls it
 /** Nothing polls the provider during the run: the deliveries wait for signals only. */
-const FOLLOW_UP: FollowUpSettings = { quietMs: 24 * 3_600_000, windowGraceMs: 24 * 3_600_000, jitter: 0 };
+const FOLLOW_UP: FollowUpSettings = { quietMs: 24 * 3_600_000, windowGraceMs: 24 * 3_600_000, jitter: 0, endGraceMs: 0 };
 /** The contract's windows, counts raised far above what the run needs: the simulator enforces them, the worker is told them. */
 const LIMITS: Record<CallFamily, RateLimit> = { creations: { limit: 1_000_000, windowMs: 60_000 }, quotes: { limit: 1_000_000, windowMs: 600_000 }, other: { limit: 1_000_000, windowMs: 60_000 } };
 

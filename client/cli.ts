@@ -26,7 +26,10 @@ Commands:
   create   --reference REF --order FILE|- [--max-price N --currency EUR] [--quote FILE]
                                       (--quote: the JSON of \`quote --json\` for this order: no second quote)
            [--approval-timeout SECONDS] [--watch]
-                                      start a delivery (the same reference never makes a second)
+           [--notify-endpoint NAME] [--notify-workflow ID [--notify-signal NAME]]
+                                      start a delivery (the same reference never makes a second);
+                                      --notify-*: push every change to an endpoint the operator
+                                      configured (by name) or signal an order workflow
   status   REF                        the delivery's current state
   watch    REF                        live progress until the delivery ends (--json: one line per change)
   update   REF --patch FILE|-         change a delivery (while CREATED or ASSIGNED)
@@ -87,6 +90,9 @@ export async function main(argv: string[], io = { stdout: process.stdout, stderr
         currency: { type: 'string', default: 'EUR' },
         'approval-timeout': { type: 'string' },
         watch: { type: 'boolean', default: false },
+        'notify-endpoint': { type: 'string' },
+        'notify-workflow': { type: 'string' },
+        'notify-signal': { type: 'string' },
         reason: { type: 'string' },
         'no-wait': { type: 'boolean', default: false },
         status: { type: 'string' },
@@ -152,7 +158,9 @@ export async function main(argv: string[], io = { stdout: process.stdout, stderr
         const maxPrice = v['max-price'] === undefined ? undefined : { amount: integer(v['max-price'], '--max-price'), currency: v.currency };
         const approvalTimeoutMs = v['approval-timeout'] === undefined ? undefined : integer(v['approval-timeout'], '--approval-timeout') * 1000;
         const quote = v.quote === undefined ? undefined : (readJson('quote') as never);
-        const started = await client.startDelivery(readJson('order') as never, { reference: v.reference, maxPrice, approvalTimeoutMs, quote });
+        const notifyGiven = v['notify-endpoint'] !== undefined || v['notify-workflow'] !== undefined || v['notify-signal'] !== undefined;
+        const notify = notifyGiven ? { endpoint: v['notify-endpoint'], workflowId: v['notify-workflow'], signal: v['notify-signal'] } : undefined;
+        const started = await client.startDelivery(readJson('order') as never, { reference: v.reference, maxPrice, approvalTimeoutMs, quote, notify });
         if (!v.watch) {
           out.print(started, () =>
             started.alreadyStarted

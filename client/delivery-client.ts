@@ -38,6 +38,7 @@ import * as SearchAttributes from '../contract/search-attributes';
 import { deliveryPriority } from '../contract/priorities';
 import { deliveryWorkflowId, referenceFromWorkflowId } from '../contract/workflow-ids';
 import { dataConverterFromEnv } from '../temporal/payload-codec';
+import type { NotifySettings } from '../contract/notification-types';
 import { temporalSettingsFromEnv, type TemporalSettings } from '../temporal/connection';
 
 /** Bad input: nothing was started or changed. `issues` name each field and rule. */
@@ -79,6 +80,11 @@ export interface StartOptions {
   followUp?: Partial<FollowUpSettings>;
   /** A quote from `quote()` for this same order: used while valid, so no second quote is asked for. */
   quote?: CarriedQuote;
+  /**
+   * Who is told of every change: an order workflow by signal (`workflowId`, `signal`), an HTTP
+   * endpoint by the name the operator configured (`endpoint`; never a URL). docs/notifications.md.
+   */
+  notify?: NotifySettings;
 }
 
 export interface StartedDelivery {
@@ -104,7 +110,7 @@ export interface WatchUpdate {
 }
 
 /** The workflow's own contract (contract/schemas.ts): the client refuses what the workflow would refuse, before starting it. */
-const StartOptionsSchema = DeliveryWorkflowInputSchema.pick({ reference: true, maxPrice: true, approvalTimeoutMs: true, followUp: true, quote: true });
+const StartOptionsSchema = DeliveryWorkflowInputSchema.pick({ reference: true, maxPrice: true, approvalTimeoutMs: true, followUp: true, quote: true, notify: true });
 
 export interface DeliveryClientOptions {
   temporal: Client;
@@ -113,6 +119,8 @@ export interface DeliveryClientOptions {
   provider?: ProviderClient;
   /** Closed by close(), when the client made it. */
   connection?: Connection;
+  /** Follow-up settings for every start of this client; a start's own `followUp` wins field by field. */
+  followUp?: Partial<FollowUpSettings>;
 }
 
 export class DeliveryClient {
@@ -120,8 +128,10 @@ export class DeliveryClient {
   private readonly taskQueue: string;
   private provider?: ProviderClient;
   private readonly connection?: Connection;
+  private readonly followUp?: Partial<FollowUpSettings>;
 
   constructor(o: DeliveryClientOptions) {
+    this.followUp = o.followUp;
     this.temporal = o.temporal;
     this.taskQueue = o.taskQueue;
     this.provider = o.provider;
@@ -143,7 +153,8 @@ export class DeliveryClient {
   }
 
   async startDelivery(order: DeliveryOrder, options: StartOptions): Promise<StartedDelivery> {
-    const input = validateStart(order, options, Date.now());
+    const followUp = this.followUp || options.followUp ? { ...this.followUp, ...options.followUp } : undefined;
+    const input = validateStart(order, { ...options, followUp }, Date.now());
     const workflowId = deliveryWorkflowId(input.reference);
     try {
       await this.temporal.workflow.start('delivery', {
@@ -240,7 +251,11 @@ export class DeliveryClient {
     });
   }
 
-  /** Yields each change of the delivery until it ends (or `signal` aborts). */
+  /**
+   * Yields each change of the delivery until it ends (or `signal` aborts), asking the workflow
+   * every `intervalMs`: for a person at a terminal. Order systems are told instead, by signal or
+   * webhook (`notify`), and never poll (docs/notifications.md).
+   */
   async *watch(reference: string, { intervalMs = 500, signal }: { intervalMs?: number; signal?: AbortSignal } = {}): AsyncGenerator<WatchUpdate> {
     let seen = 0;
     let lastPhase: string | undefined;
@@ -318,7 +333,7 @@ function validateStart(order: DeliveryOrder, options: StartOptions, nowMs: numbe
   }
   if (issues.length > 0 || !o.success || !parsed.success) throw new InvalidInputError('delivery', issues);
   const { quote, ...rest } = o.data;
-  return { reference: rest.reference, order: parsed.data, maxPrice: rest.maxPrice, approvalTimeoutMs: rest.approvalTimeoutMs, followUp: rest.followUp, quote };
+  return { reference: rest.reference, order: parsed.data, maxPrice: rest.maxPrice, approvalTimeoutMs: rest.approvalTimeoutMs, followUp: rest.followUp, quote, notify: rest.notify };
 }
 
 /** Turns Temporal's failure wrappers into the reason a person needs. */
@@ -337,13 +352,16 @@ function typeOf(failure: unknown): string | undefined {
   return failure instanceof ApplicationFailure ? (failure.type ?? undefined) : undefined;
 }
 
+/** Ends early when `signal` aborts; its listener is removed either way (one per poll would pile up on a long watch). */
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
-    const t = setTimeout(resolve, ms);
-    signal?.addEventListener('abort', () => {
+    const done = () => {
       clearTimeout(t);
+      signal?.removeEventListener('abort', done);
       resolve();
-    });
+    };
+    const t = setTimeout(done, ms);
+    signal?.addEventListener('abort', done, { once: true });
   });
 }
 

@@ -2,3 +2,6 @@
 export { DeliveryClient, DeliveryNotFoundError, DeliveryRequestRejectedError, InvalidInputError } from './delivery-client';
 export type { StartOptions, StartedDelivery, DeliverySummary, WatchUpdate } from './delivery-client';
 export type { DeliveryOrder, DeliveryState, DeliveryResult, TimelineEntry } from '../contract/delivery-types';
+export { parseNotification, verifyNotification, NotificationVerificationError } from './notifications';
+export type { NotificationWebhook } from './notifications';
+export type { DeliveryNotification, NotificationType, NotificationChange, NotifySettings } from '../contract/notification-types';

@@ -4,6 +4,7 @@
  * come from the worker's environment.
  */
 import type { CreateDeliveryRequest, DeliveryStatus, DestinationStatus, PackageType, Price, Quote } from '../provider/schemas';
+import type { NotificationFate, NotificationType, NotifierSnapshot, NotifySettings } from './notification-types';
 
 /** The order as the order system sends it; `reference_number` is set from the reference. */
 export type DeliveryOrder = Omit<CreateDeliveryRequest, 'reference_number'>;
@@ -20,6 +21,11 @@ export interface FollowUpSettings {
   windowGraceMs: number;
   /** Each quiet wait is shortened by up to this fraction at random, so quiet deliveries spread out. */
   jitter: number;
+  /**
+   * After the delivery ends, the workflow stays open this long (ms), so that a status arriving
+   * late (a webhook retried after an outage) still lands on the timeline and is notified.
+   */
+  endGraceMs: number;
 }
 
 export interface DeliveryWorkflowInput {
@@ -36,6 +42,8 @@ export interface DeliveryWorkflowInput {
   followUp?: Partial<FollowUpSettings>;
   /** Continue as new once a run's history has this many events (Temporal may suggest it sooner). */
   historyLimit?: number;
+  /** Who is told of every change (contract/notification-types.ts); a child workflow's parent is told by default. */
+  notify?: NotifySettings;
   /** Set by the workflow itself when it continues as new: the state it carries over. */
   resume?: ResumeState;
 }
@@ -55,6 +63,8 @@ export interface ResumeState {
   tracker: TrackerSnapshot;
   windowsChecked: string[];
   lastSignalAt: number;
+  /** Notifications: the sequence and what is still to send. */
+  notifier?: NotifierSnapshot;
 }
 
 /** Where a status change came from, shown in the timeline. */
@@ -87,6 +97,14 @@ export interface TimelineEntry {
   occurredAt?: string;
   /** A webhook that came after a later status of the same subject (retried, overtaken); the status did not move back. */
   late?: boolean;
+  /** The notification this step made, and its fate per target (`workflow:<id>`, `endpoint:<name>`). */
+  notification?: TimelineNotification;
+}
+
+export interface TimelineNotification {
+  sequence: number;
+  type: NotificationType;
+  to: Record<string, NotificationFate>;
 }
 
 export interface DestinationState {

@@ -30,3 +30,10 @@ export const WORKFLOW_FAILURE_TYPES = {
   /** The start's input or workflow ID broke the contract; details[0] lists `{ field, message }` per issue. */
   invalidInput: 'InvalidDeliveryInput',
 } as const;
+
+/** Notification webhooks (activities/notify-activities.ts): gone and unknown are final, failed retries on the schedule. */
+export const NOTIFY_FAILURE_TYPES = {
+  endpointGone: 'NotificationEndpointGone',
+  endpointUnknown: 'NotificationEndpointUnknown',
+  endpointFailed: 'NotificationEndpointFailed',
+} as const;

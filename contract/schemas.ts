@@ -25,6 +25,7 @@ import {
   contractRegistry,
 } from '../provider/schemas';
 import type { CarriedQuote, DeliveryState, DeliveryWorkflowInput, FollowUpSettings, StatusChange } from './delivery-types';
+import { DEFAULT_NOTIFY_SIGNAL, NOTIFICATION_TYPES, type DeliveryNotification, type NotifySettings } from './notification-types';
 
 /** Every schema with an `id` here is a definition of docs/workflow-contract.json. */
 export const workflowContractRegistry = z.registry<{ id: string; description?: string }>();
@@ -59,6 +60,13 @@ export const FollowUpSchema = definition(
       quietMs: z.number().int().min(1_000).optional().meta({ description: 'Ask the provider when no webhook has come for this long (ms). Default 900000.' }),
       windowGraceMs: z.number().int().min(0).optional().meta({ description: 'Ask when a destination\'s time window ended this long ago without it ending (ms). Default 900000.' }),
       jitter: z.number().min(0).max(0.9).optional().meta({ description: 'Each quiet wait is shortened by up to this fraction at random. Default 0.2.' }),
+      endGraceMs: z
+        .number()
+        .int()
+        .min(0)
+        .max(24 * 3_600_000)
+        .optional()
+        .meta({ description: 'After the delivery ends, the workflow stays open this long (ms) so that a late status still lands on the timeline and is notified. Default 600000.' }),
     })
     .strict(),
   'FollowUpSettings',
@@ -71,6 +79,33 @@ export const CarriedQuoteSchema = definition(
   }),
   'CarriedQuote',
   'A quote from the quoteOnly workflow for the same order: used while valid, so no second quote is asked for. For other inputs, or about to expire, the workflow asks for a new one.',
+);
+
+/** No control characters: these names end up in headers, logs and the Web UI. */
+const printable = (max: number) =>
+  z
+    .string()
+    .min(1)
+    .max(max)
+    .refine((v) => !/[\p{Cc}\u2028\u2029]/u.test(v), { message: 'must not contain control characters' });
+
+export const NotifySchema = definition(
+  z
+    .object({
+      workflowId: printable(1_000).optional().meta({ description: 'An order workflow in the same namespace, signalled on every change.' }),
+      signal: printable(200).optional().meta({ description: `The signal's name. Default ${DEFAULT_NOTIFY_SIGNAL}.` }),
+      endpoint: z
+        .string()
+        .refine((v) => !/[:/]/.test(v), { message: 'must be the name of an endpoint the operator configured (DELIVERY_NOTIFY_ENDPOINTS), not a URL' })
+        .pipe(z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$/, { message: 'must be an endpoint name: letters, digits, _ . - (1 to 63, starting with a letter or digit)' }))
+        .optional()
+        .meta({ description: 'An HTTP endpoint by the name the operator configured (DELIVERY_NOTIFY_ENDPOINTS on the worker); never a URL. Unknown names fail the start.' }),
+      parent: z.boolean().optional().meta({ description: 'A delivery started as a child workflow notifies its parent unless this is false.' }),
+    })
+    .strict()
+    .refine((n) => n.signal === undefined || n.workflowId !== undefined || n.parent !== false, { message: 'signal needs a workflowId (or a parent to signal)', path: ['signal'] }),
+  'NotifySettings',
+  'Who is told of every change of the delivery (DeliveryNotification): an order workflow by signal, an operator-configured HTTP endpoint by signed webhook, or both.',
 );
 
 export const APPROVAL_TIMEOUT_LIMITS_MS = { min: 1_000, max: 7 * 24 * 3_600_000 } as const;
@@ -91,6 +126,7 @@ export const DeliveryWorkflowInputSchema = definition(
         .meta({ description: 'How long to wait for approveQuote / rejectQuote (ms). Default 1800000.' }),
       followUp: FollowUpSchema.optional(),
       historyLimit: z.number().int().min(100).max(10_000).optional().meta({ description: 'Continue as new once a run\'s history has this many events. Default 1500.' }),
+      notify: NotifySchema.optional(),
     })
     .strict(),
   'DeliveryWorkflowInput',
@@ -110,6 +146,14 @@ export const TimelineEntrySchema = definition(
     eventId: z.string().optional(),
     occurredAt: isoTime.optional(),
     late: z.boolean().optional().meta({ description: 'A webhook that came after a later status of the same subject (retried, overtaken); the status did not move back' }),
+    notification: z
+      .object({
+        sequence: z.number().int().min(1),
+        type: z.enum(NOTIFICATION_TYPES),
+        to: z.record(z.string(), z.enum(['pending', 'sent', 'not_found', 'gone', 'failed'])),
+      })
+      .optional()
+      .meta({ description: 'The notification this step made, and its fate per target: `workflow:<id>` (signal) or `endpoint:<name>` (webhook)' }),
   }),
   'TimelineEntry',
   'One step of the delivery\'s timeline.',
@@ -157,6 +201,42 @@ export const DeliveryStateSchema = definition(
 );
 
 // ---------------------------------------------------------------------------------------------
+// Notifications (contract/notification-types.ts)
+
+export const DeliveryNotificationSchema = definition(
+  z.object({
+    type: z.enum(NOTIFICATION_TYPES),
+    eventId: z.string().meta({ description: 'Stable across retries: the webhook-id header. A receiver ignores an event id it has seen.' }),
+    sequence: z.number().int().min(1).meta({ description: '1, 2, 3, … per delivery, kept across continue-as-new.' }),
+    reference: z.string(),
+    deliveryId: z.string().optional(),
+    at: isoTime.meta({ description: 'Workflow time of the change' }),
+    change: z
+      .object({
+        subject: z.string().meta({ description: '`delivery`, a destination id, `quote`, `update` or `cancellation`' }),
+        status: z.string().optional(),
+        previousStatus: z.string().optional(),
+        late: z.boolean().optional(),
+        source: z.enum(['provider', 'webhook', 'reconciliation']).optional(),
+        providerEventId: z.string().optional(),
+        occurredAt: isoTime.optional(),
+        trackingUrl: z.string().optional(),
+        quote: QuoteSchema.optional(),
+        maxPrice: PriceSchema.optional(),
+        fields: z.array(z.string()).optional(),
+        failureType: z.string().optional(),
+        cancellation: CancellationOutcomeSchema.optional(),
+        outcome: z.enum(['completed', 'cancelled', 'failed']).optional(),
+      })
+      .meta({ description: 'What changed; fields that do not apply to the type are absent.' }),
+    state: DeliveryStateSchema.omit({ timeline: true }).meta({ description: 'The delivery as it is after the change, without the timeline. No personal data.' }),
+    result: DeliveryStateSchema.optional().meta({ description: 'delivery.ended only: the workflow\'s final result' }),
+  }),
+  'DeliveryNotification',
+  `The argument of the order workflow's signal (default ${DEFAULT_NOTIFY_SIGNAL}) and the \`data\` of a notification webhook. One per change, in \`sequence\` order per delivery. No personal data.`,
+);
+
+// ---------------------------------------------------------------------------------------------
 // Signal and update arguments
 
 export const StatusChangeSchema = definition(
@@ -184,5 +264,7 @@ const sameShapes: [
   Same<z.output<typeof StatusChangeSchema>, StatusChange>,
   Same<z.output<typeof FollowUpSchema>, Partial<FollowUpSettings>>,
   Same<z.output<typeof CarriedQuoteSchema>, CarriedQuote>,
-] = [true, true, true, true, true];
+  Same<z.output<typeof NotifySchema>, NotifySettings>,
+  Same<z.output<typeof DeliveryNotificationSchema>, DeliveryNotification>,
+] = [true, true, true, true, true, true, true];
 void sameShapes;

@@ -19,3 +19,8 @@ export function providerTaskQueues(workflowTaskQueue: string): Record<CallFamily
 export function gateTaskQueue(workflowTaskQueue: string): string {
   return `${workflowTaskQueue}.pacing-gate`;
 }
+
+/** Notification webhooks run on a queue of their own: a slow endpoint never holds a provider call's slot. */
+export function notificationsTaskQueue(workflowTaskQueue: string): string {
+  return `${workflowTaskQueue}.notifications`;
+}

@@ -56,6 +56,13 @@ export function signWebhook(secret: string, id: string, timestampSeconds: number
   return { 'webhook-id': id, 'webhook-timestamp': String(timestampSeconds), 'webhook-signature': `v1,${sig}` };
 }
 
+/** Signed with every secret (rotation): a receiver that knows any one of them verifies. */
+export function signWebhookWithAll(secrets: readonly string[], id: string, timestampSeconds: number, body: Buffer | string): SignedHeaders {
+  if (secrets.length === 0) throw new Error('no secret to sign with');
+  const signatures = secrets.map((secret) => `v1,${hmac(secretKey(secret), id, timestampSeconds, body).toString('base64')}`);
+  return { 'webhook-id': id, 'webhook-timestamp': String(timestampSeconds), 'webhook-signature': signatures.join(' ') };
+}
+
 export type VerifyFailure = 'missing_headers' | 'bad_timestamp' | 'timestamp_out_of_tolerance' | 'no_matching_signature';
 export type VerifyResult = { ok: true } | { ok: false; reason: VerifyFailure };
 

@@ -15,6 +15,7 @@ import { parseEnv } from '../provider/validation';
 import { z } from 'zod';
 import { pacingSettingsFromEnv } from './pacing-config';
 import { createDeliveryWorkers } from './worker';
+import { describeEndpoints, notifyConfigFromEnv } from '../notifications/config';
 
 const WorkerEnvSchema = z.object({
   LOG_LEVEL: z.enum(['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR']).default('INFO'),
@@ -64,6 +65,7 @@ async function main(): Promise<void> {
     },
   });
   const pacing = pacingSettingsFromEnv();
+  const notify = notifyConfigFromEnv();
   const connection = await NativeConnection.connect(temporal.connectionOptions as NativeConnectionOptions);
   const dataConverter = dataConverterFromEnv();
   const workers = await createDeliveryWorkers({
@@ -76,6 +78,7 @@ async function main(): Promise<void> {
     client: new Client({ connection, namespace: temporal.namespace, dataConverter }),
     pacing,
     dataConverter,
+    notify,
     maxCachedWorkflows: env.WORKER_MAX_CACHED_WORKFLOWS,
     maxConcurrentWorkflowTasks: env.WORKER_MAX_CONCURRENT_WORKFLOW_TASKS,
     maxConcurrentActivities: env.WORKER_MAX_CONCURRENT_ACTIVITIES,
@@ -88,6 +91,7 @@ async function main(): Promise<void> {
   console.log(
     `worker: task queue ${temporal.taskQueue} on ${temporal.address} (namespace ${temporal.namespace}), provider ${client.baseUrl}` +
       `, pacing by ${pacing.pacing} (creations ${pacing.limits.creations.limit}/${pacing.limits.creations.windowMs / 1000} s, quotes ${pacing.limits.quotes.limit}/${pacing.limits.quotes.windowMs / 1000} s)` +
+      `, notification endpoints: ${describeEndpoints(notify)}` +
       (env.WORKER_METRICS_ADDRESS ? `, metrics http://${env.WORKER_METRICS_ADDRESS}/metrics` : ''),
   );
   await workers.run();

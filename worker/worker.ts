@@ -15,8 +15,11 @@ import type { Client } from '@temporalio/client';
 import { createGateActivities, startGate } from '../activities/gate-activities';
 import type { ProviderActivities } from '../activities/provider-activities';
 import { createStartCheckActivities } from '../activities/start-checks';
+import { createNotifyActivities } from '../activities/notify-activities';
+import type { NotifyConfig } from '../notifications/config';
+import { DEFAULT_RETRY_SCHEDULE } from '../notifications/retry-schedule';
 import type { CallFamily } from '../provider/limits';
-import { gateTaskQueue, providerTaskQueues } from '../contract/task-queues';
+import { gateTaskQueue, notificationsTaskQueue, providerTaskQueues } from '../contract/task-queues';
 import { DEFAULT_PACING, taskQueueRatePerSecond, type PacingSettings } from './pacing-config';
 
 export interface DeliveryWorkerOptions {
@@ -44,6 +47,8 @@ export interface DeliveryWorkerOptions {
   stickyQueueTimeoutMs?: number;
   /** Payload encryption (temporal/payload-codec.ts); the same codec as every client's. */
   dataConverter?: DataConverter;
+  /** The notification endpoints (notifications/config.ts); none by default. */
+  notify?: NotifyConfig;
 }
 
 export interface DeliveryWorkers {
@@ -71,13 +76,14 @@ export async function createDeliveryWorkers(o: DeliveryWorkerOptions): Promise<D
   const queues = providerTaskQueues(o.taskQueue);
   const base = { connection: o.connection, namespace: o.namespace, dataConverter: o.dataConverter };
 
+  const notify: NotifyConfig = o.notify ?? { endpoints: new Map(), retryScheduleMs: DEFAULT_RETRY_SCHEDULE };
   const workflowBundle = o.workflowBundle ?? (await bundleWorkflows());
   const gateActivities = createGateActivities({ client: o.client, settings: pacing });
   const workflowWorker = await Worker.create({
     ...base,
     taskQueue: o.taskQueue,
     workflowBundle,
-    activities: { ...gateActivities, ...createStartCheckActivities() },
+    activities: { ...gateActivities, ...createStartCheckActivities(new Set(notify.endpoints.keys())) },
     maxCachedWorkflows: o.maxCachedWorkflows,
     maxConcurrentWorkflowTaskExecutions: o.maxConcurrentWorkflowTasks ?? DEFAULT_MAX_CONCURRENT_WORKFLOW_TASKS,
     stickyQueueScheduleToStartTimeout: o.stickyQueueTimeoutMs ?? DEFAULT_STICKY_QUEUE_TIMEOUT_MS,
@@ -104,7 +110,14 @@ export async function createDeliveryWorkers(o: DeliveryWorkerOptions): Promise<D
       }),
     ),
   );
-  const workers = [workflowWorker, gateWorker, ...activityWorkers];
+  // Notification webhooks on their own queue: a slow endpoint holds none of the provider calls' slots.
+  const notifyWorker = await Worker.create({
+    ...base,
+    taskQueue: notificationsTaskQueue(o.taskQueue),
+    activities: createNotifyActivities(notify),
+    maxConcurrentActivityTaskExecutions: o.maxConcurrentActivities ?? 200,
+  });
+  const workers = [workflowWorker, gateWorker, ...activityWorkers, notifyWorker];
   if (pacing.pacing === 'gate') await startGate(o.client, o.taskQueue, pacing);
 
   const shutdown = () => {

@@ -14,6 +14,7 @@ import {
   CancellationScope,
   CancelledFailure,
   condition,
+  ContinueAsNew,
   continueAsNew,
   isCancellation,
   proxyActivities,
@@ -32,11 +33,13 @@ import type { CreateDeliveryRequest, DeliveryRecord, Quote, UpdateDeliveryReques
 import { describeIssues, fieldIssues } from '../provider/validation';
 import { NON_RETRYABLE_PROVIDER_FAILURES, PROVIDER_FAILURE_TYPES, WORKFLOW_FAILURE_TYPES } from '../contract/failures';
 import { approveQuoteUpdate, rejectQuoteUpdate, statusChangedSignal, statusQuery, updateDeliveryUpdate } from '../contract/delivery-messages';
-import { type DeliveryResult, type DeliveryState, type DeliveryWorkflowInput, type CarriedQuote, type FollowUpSettings, type StatusChange } from '../contract/delivery-types';
+import { type DeliveryResult, type DeliveryState, type DeliveryWorkflowInput, type CarriedQuote, type FollowUpSettings, type StatusChange, type TimelineEntry } from '../contract/delivery-types';
 import { DeliveryId, DeliveryStatus, QuotedPrice } from '../contract/search-attributes';
 import { deliveryDetails } from './details';
 import { startChecks } from './start-checks';
-import { DeliveryTracker } from './state';
+import { DeliveryTracker, type TrackedChange } from './state';
+import { Notifier } from './notifier';
+import type { NotificationChange, NotificationType } from '../contract/notification-types';
 import { deliveryPriority } from '../contract/priorities';
 import { providerTaskQueues } from '../contract/task-queues';
 import { GateCalls } from './gate';
@@ -48,7 +51,9 @@ import type { GateActivities } from '../activities/gate-activities';
 export const DEFAULT_APPROVAL_TIMEOUT_MS = 30 * 60_000;
 /** Each run stays well under 2,000 events; Temporal may suggest continuing sooner. */
 export const DEFAULT_HISTORY_LIMIT = 1_500;
-export const DEFAULT_FOLLOW_UP: FollowUpSettings = { quietMs: 15 * 60_000, windowGraceMs: 15 * 60_000, jitter: 0.2 };
+export const DEFAULT_FOLLOW_UP: FollowUpSettings = { quietMs: 15 * 60_000, windowGraceMs: 15 * 60_000, jitter: 0.2, endGraceMs: 10 * 60_000 };
+/** At continue-as-new, how long to let notifications in flight finish, so the next run does not send them again. */
+const NOTIFY_SETTLE_MS = 30_000;
 /** Never poll more often than this, whatever the settings say. */
 const MIN_CHECK_MS = 1_000;
 /** Changes that arrive before the delivery id is known are held, up to this many. */
@@ -102,6 +107,10 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
   if (!checked.readable) await checked.passed;
   const tracker = input.resume ? new DeliveryTracker(input.resume.tracker) : DeliveryTracker.start(input);
   const state = tracker.state;
+  const notifier = new Notifier(input.notify, input.resume?.notifier, state.timeline, (text) => tracker.note(new Date(), text));
+  /** Tells the order system of a change (once the start is checked: nothing is told of a refused start). */
+  const tell = (type: NotificationType, change: NotificationChange, entry: TimelineEntry, result?: DeliveryResult) => notifier.outbox.add(type, change, state, entry, result);
+  tracker.onChange = (c) => tellChange(c);
   const act = providerActivities(input.order.is_food === true);
   const request = { ...input.order, reference_number: input.reference };
   const pending: StatusChange[] = [];
@@ -126,9 +135,17 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
   };
   const endBeforeCreation = (note: string) => {
     state.cancellation = { requestedAt: now().toISOString(), outcome: 'before_creation' };
-    tracker.note(now(), note);
+    tell('cancellation.outcome', { subject: 'cancellation', cancellation: state.cancellation }, tracker.note(now(), note));
     setPhase('ended');
   };
+  function tellChange(c: TrackedChange): void {
+    const e = c.entry;
+    if (c.kind === 'destination') tell('destination.tracking_link', { subject: e.subject, status: e.status, trackingUrl: c.trackingUrl, source: sourceOf(e) }, e);
+    else {
+      const type = e.subject === 'delivery' ? 'delivery.status_changed' : 'destination.status_changed';
+      tell(type, { subject: e.subject, status: e.status, previousStatus: c.previousStatus, late: e.late, source: sourceOf(e), providerEventId: e.eventId, occurredAt: e.occurredAt }, e);
+    }
+  }
   /** Records the quote once, whichever message brings it first. */
   const takeQuote = (quote: Quote, shared = false): boolean => {
     if (state.quote) return false;
@@ -184,50 +201,93 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
   setHandler(
     updateDeliveryUpdate,
     async (patch: UpdateDeliveryRequest) => {
-      const record = await act.other.updateDelivery.executeWithOptions(act.labelled('other', `update ${Object.keys(patch).join(', ')}`), [{ deliveryId: state.deliveryId!, patch }]);
+      const fields = Object.keys(patch);
+      let record: DeliveryRecord;
+      try {
+        record = await act.other.updateDelivery.executeWithOptions(act.labelled('other', `update ${fields.join(', ')}`), [{ deliveryId: state.deliveryId!, patch }]);
+      } catch (err) {
+        const failureType = failureTypeOf(err);
+        tell('update.refused', { subject: 'update', fields, failureType }, tracker.note(now(), `update of ${fields.join(', ')} refused${failureType ? ` (${failureType})` : ''}`));
+        throw err;
+      }
       takeRecord(record);
-      tracker.note(now(), `updated: ${Object.keys(patch).join(', ')}`);
+      tell('update.applied', { subject: 'update', fields }, tracker.note(now(), `updated: ${fields.join(', ')}`));
       return state;
     },
     { validator: (patch: UpdateDeliveryRequest) => validateUpdate(state, patch) },
   );
 
-  if (input.resume) return await follow();
-
-  // 1. Quote, 2. price guard. A cancellation here, from the first workflow task on, ends the
-  // workflow with nothing created, and its state says so.
   let pacing: PacingSettings;
   let gate: GateCalls | undefined;
-  let created: DeliveryRecord | undefined;
   try {
-    await checked.passed; // before any provider call or pacing request
-    pacing = await pacingSettings();
-    // The gate tells of the quote while it goes on to create (a quote within the maximum price).
-    gate = pacing.pacing === 'gate' ? new GateCalls(pacing, (quote, shared) => takeQuote(quote, shared) && setPhase('creating')) : undefined;
-    refreshDetails();
-    const { quote, delivery, shared } = await obtainQuote();
-    takeQuote(quote, shared);
-    // Created right after the quote (within the maximum price): a cancellation meanwhile is handled by follow().
-    created = delivery;
-    if (!created && input.maxPrice) await priceGuard(input, quote);
-    // A cancellation that arrived with the quote's result still counts as "before creation".
-    if (!created && CancellationScope.current().consideredCancelled) throw new CancelledFailure('cancellation requested before creation');
+    const result = await quoteCreateFollow();
+    await endGrace();
+    await end('completed', result);
+    return result;
   } catch (err) {
-    if (isCancellation(err)) endBeforeCreation('cancelled before creation: nothing was created');
+    if (err instanceof ContinueAsNew) throw err;
+    if (isCancellation(err) && state.deliveryId !== undefined) await endGrace(); // cancelled at the provider: late statuses still count
+    await end(isCancellation(err) ? 'cancelled' : 'failed', undefined, failureTypeOf(err));
     throw err;
   }
 
-  // 3. Create. Non-cancellable once the request may have reached the provider: we must learn
-  // the delivery's id so that a cancellation can reach it.
-  setPhase('creating');
-  const record = created ?? (await create());
-  takeRecord(record);
-  upsertSearchAttributes([{ key: DeliveryId, value: record.id }]);
-  const beforePending = state.status;
-  tracker.applyInProviderOrder(pending.splice(0), now());
-  statusChanged(beforePending);
-  setPhase('following');
-  return await follow();
+  /** The delivery's life: quote, price guard, create, follow to the end. */
+  async function quoteCreateFollow(): Promise<DeliveryResult> {
+    if (input.resume) {
+      notifier.start();
+      return await follow();
+    }
+
+    // 1. Quote, 2. price guard. A cancellation here, from the first workflow task on, ends the
+    // workflow with nothing created, and its state says so.
+    let created: DeliveryRecord | undefined;
+    try {
+      await checked.passed; // before any provider call or pacing request
+      notifier.start();
+      pacing = await pacingSettings();
+      // The gate tells of the quote while it goes on to create (a quote within the maximum price).
+      gate = pacing.pacing === 'gate' ? new GateCalls(pacing, (quote, shared) => takeQuote(quote, shared) && setPhase('creating')) : undefined;
+      refreshDetails();
+      const { quote, delivery, shared } = await obtainQuote();
+      takeQuote(quote, shared);
+      // Created right after the quote (within the maximum price): a cancellation meanwhile is handled by follow().
+      created = delivery;
+      if (!created && input.maxPrice) await priceGuard(input, quote);
+      // A cancellation that arrived with the quote's result still counts as "before creation".
+      if (!created && CancellationScope.current().consideredCancelled) throw new CancelledFailure('cancellation requested before creation');
+    } catch (err) {
+      if (isCancellation(err)) endBeforeCreation('cancelled before creation: nothing was created');
+      throw err;
+    }
+
+    // 3. Create. Non-cancellable once the request may have reached the provider: we must learn
+    // the delivery's id so that a cancellation can reach it.
+    setPhase('creating');
+    const record = created ?? (await create());
+    takeRecord(record);
+    upsertSearchAttributes([{ key: DeliveryId, value: record.id }]);
+    const beforePending = state.status;
+    tracker.applyInProviderOrder(pending.splice(0), now());
+    statusChanged(beforePending);
+    setPhase('following');
+    return await follow();
+  }
+
+  /**
+   * After the end, the workflow stays open for `endGraceMs`, so that a status arriving late (a
+   * webhook retried after an outage) lands on the timeline and is told, not lost as workflow_closed.
+   */
+  async function endGrace(): Promise<void> {
+    if (followUp.endGraceMs > 0) await CancellationScope.nonCancellable(() => condition(() => false, followUp.endGraceMs, { summary: 'grace for late statuses' }));
+  }
+
+  /** The last notification, and every target has had it (or given up) before the workflow closes. */
+  async function end(outcome: 'completed' | 'cancelled' | 'failed', result?: DeliveryResult, failureType?: string): Promise<void> {
+    if (!notifier.started) return; // a refused start tells nothing
+    const entry = tracker.note(now(), `ended: ${outcome}${failureType ? ` (${failureType})` : ''}`);
+    tell('delivery.ended', { subject: 'delivery', status: state.status, outcome, failureType }, entry, result ?? state);
+    await notifier.finish();
+  }
 
   /**
    * A quote the order carries for the same inputs, one shared by an identical order, or a new one.
@@ -285,8 +345,10 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
   /** Carries the whole state into a fresh run once this one's history is long. */
   async function continueWithState(): Promise<never> {
     await condition(allHandlersFinished); // an update in flight finishes in this run
+    // Notifications in flight finish here if they can; what is left the next run sends (again, same event id).
+    if (!notifier.outbox.idle) await condition(() => notifier.outbox.idle, NOTIFY_SETTLE_MS);
     tracker.note(now(), `continuing as new after ${workflowInfo().historyLength} events`);
-    return continueAsNew<typeof delivery>({ ...input, resume: { tracker: tracker.snapshot(), windowsChecked: [...windowsChecked], lastSignalAt } });
+    return continueAsNew<typeof delivery>({ ...input, resume: { tracker: tracker.snapshot(), windowsChecked: [...windowsChecked], lastSignalAt, notifier: notifier.outbox.snapshot() } });
   }
 
   /**
@@ -364,7 +426,8 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
 
     setPhase('awaiting_approval');
     const timeoutMs = input.approvalTimeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS;
-    tracker.note(now(), `quote ${formatMoney(quote.price)} is over the maximum ${formatMoney(max)}: waiting up to ${Math.round(timeoutMs / 1000)} s for approval`);
+    const waiting = tracker.note(now(), `quote ${formatMoney(quote.price)} is over the maximum ${formatMoney(max)}: waiting up to ${Math.round(timeoutMs / 1000)} s for approval`);
+    tell('quote.awaiting_approval', { subject: 'quote', quote, maxPrice: max }, waiting);
     const decided = await condition(() => decision !== undefined, timeoutMs, { summary: 'wait for approveQuote or rejectQuote' });
     if (!decided) {
       tracker.note(now(), 'no approval in time: nothing was created');
@@ -394,13 +457,13 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
       );
       takeRecord(cancelled);
       state.cancellation = { requestedAt, outcome: 'cancelled' };
-      tracker.note(now(), 'cancelled at the provider');
+      tell('cancellation.outcome', { subject: 'cancellation', cancellation: state.cancellation }, tracker.note(now(), 'cancelled at the provider'));
       setPhase('ended');
     } catch (err) {
       if (!isConflict(err)) throw err;
       const reason = (err as { cause?: { message?: string } }).cause?.message ?? 'the provider refused';
       state.cancellation = { requestedAt, outcome: 'refused', reason };
-      tracker.note(now(), `the provider refused to cancel (${reason}); following the delivery to its end`);
+      tell('cancellation.outcome', { subject: 'cancellation', cancellation: state.cancellation }, tracker.note(now(), `the provider refused to cancel (${reason}); following the delivery to its end`));
       setPhase('following');
       // The workflow's own scope is cancelled now; keep following outside of it.
       await CancellationScope.nonCancellable(() => condition(() => tracker.ended));
@@ -408,6 +471,18 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
     }
     throw cancellation;
   }
+}
+
+function sourceOf(e: TimelineEntry): NotificationChange['source'] {
+  return e.source === 'workflow' ? undefined : e.source;
+}
+
+/** The ApplicationFailure type behind an activity's or the workflow's failure, if any. */
+function failureTypeOf(err: unknown): string | undefined {
+  for (let e: unknown = err; e; e = (e as { cause?: unknown }).cause) {
+    if (e instanceof ApplicationFailure) return e.type ?? undefined;
+  }
+  return undefined;
 }
 
 function isConflict(err: unknown): boolean {

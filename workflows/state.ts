@@ -13,6 +13,11 @@ import type { ChangeSource, DeliveryState, DeliveryWorkflowInput, StatusChange, 
 
 export type ChangeOutcome = 'applied' | 'late' | 'duplicate' | 'stale' | 'other_delivery' | 'unknown_destination';
 
+/** A change an order system is told of (workflows/notifier.ts): a status applied or kept late, a destination learnt with its tracking link. */
+export type TrackedChange =
+  | { kind: 'status'; entry: TimelineEntry; previousStatus?: string }
+  | { kind: 'destination'; entry: TimelineEntry; trackingUrl: string };
+
 /**
  * Timeline entries kept: the newest 500, the older ones only counted (state.timelineDropped).
  * The timeline travels in every query answer and through continue-as-new; unbounded, one note
@@ -31,6 +36,8 @@ export class DeliveryTracker {
   private readonly ranks: Record<string, number>;
   private readonly seenOrder: string[];
   private readonly seen: Set<string>;
+  /** Called for every change worth telling (after it is on the timeline). */
+  onChange?: (change: TrackedChange) => void;
 
   constructor(snapshot: TrackerSnapshot) {
     this.state = snapshot.state;
@@ -55,8 +62,9 @@ export class DeliveryTracker {
     return this.state.status !== undefined && isTerminalDelivery(this.state.status);
   }
 
-  note(now: Date, note: string): void {
-    this.push({ at: now.toISOString(), subject: 'workflow', note, source: 'workflow' });
+  /** The workflow's own step; the entry is returned so that a notification can be attached to it. */
+  note(now: Date, note: string): TimelineEntry {
+    return this.push({ at: now.toISOString(), subject: 'workflow', note, source: 'workflow' });
   }
 
   /** Takes in a full record from the provider (after create, update or a fetch). */
@@ -74,11 +82,15 @@ export class DeliveryTracker {
         timeWindowStart: d.time_window_start,
         timeWindowEnd: d.time_window_end,
       };
-      if (known) Object.assign(known, fields);
-      else {
+      if (known) {
+        const newLink = known.trackingUrl !== d.tracking_url;
+        Object.assign(known, fields);
+        if (newLink) this.onChange?.({ kind: 'destination', entry: this.push({ at: now.toISOString(), subject: d.id, note: 'new tracking link', source }), trackingUrl: d.tracking_url });
+      } else {
         s.destinations.push({ id: d.id, status: d.status, ...fields });
         this.setRank(d.id, destinationRank(d.status));
-        this.push({ at: now.toISOString(), subject: d.id, status: d.status, source, occurredAt: d.updated_at });
+        const entry = this.push({ at: now.toISOString(), subject: d.id, status: d.status, source, occurredAt: d.updated_at });
+        this.onChange?.({ kind: 'destination', entry, trackingUrl: d.tracking_url });
         continue;
       }
       this.apply({ deliveryId: record.id, destinationId: d.id, status: d.status, occurredAt: d.updated_at, source }, now);
@@ -132,7 +144,8 @@ export class DeliveryTracker {
       else s.destinations.find((x) => x.id === change.destinationId)!.status = change.status;
       this.setRank(subject, rank);
     }
-    this.push({ at: now.toISOString(), subject, status: change.status, source: change.source, eventId: change.eventId, occurredAt: change.occurredAt, ...(late && { late }) });
+    const entry = this.push({ at: now.toISOString(), subject, status: change.status, source: change.source, eventId: change.eventId, occurredAt: change.occurredAt, ...(late && { late }) });
+    this.onChange?.({ kind: 'status', entry, previousStatus: current });
     return late ? 'late' : 'applied';
   }
 
@@ -146,7 +159,7 @@ export class DeliveryTracker {
     if (this.seenOrder.length > SEEN_EVENT_IDS_LIMIT) this.seen.delete(this.seenOrder.shift()!);
   }
 
-  private push(entry: TimelineEntry): void {
+  private push(entry: TimelineEntry): TimelineEntry {
     // Drop undefined fields so the history and query output stay compact.
     const clean = Object.fromEntries(Object.entries(entry).filter(([, v]) => v !== undefined)) as unknown as TimelineEntry;
     const timeline = this.state.timeline;
@@ -157,6 +170,7 @@ export class DeliveryTracker {
       d.count++;
       d.bySource[dropped.source] = (d.bySource[dropped.source] ?? 0) + 1;
     }
+    return clean;
   }
 }
 

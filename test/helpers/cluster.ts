@@ -101,7 +101,7 @@ export class ClusterStack {
 
     this.connection = await connectClient({ address: this.cluster.address });
     this.temporal = new Client({ connection: this.connection, namespace: this.cluster.namespace, dataConverter: dataConverterFromEnv(this.env) });
-    this.client = new DeliveryClient({ temporal: this.temporal, taskQueue: this.env.DELIVERY_TASK_QUEUE! });
+    this.client = new DeliveryClient({ temporal: this.temporal, taskQueue: this.env.DELIVERY_TASK_QUEUE!, followUp: { endGraceMs: 0 } });
   }
 
   async startWorker(i: number): Promise<RunningProcess> {

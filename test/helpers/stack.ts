@@ -13,6 +13,7 @@ import type { DeliveryOrder, DeliveryState } from '../../contract/delivery-types
 import { generateWebhookSecret } from '../../provider/webhook-signature';
 import { createSimulator, type Simulator, type SimulatorOptions } from '../../simulator/server';
 import type { PacingSettings } from '../../worker/pacing-config';
+import type { NotifyConfig } from '../../notifications/config';
 import { testClient } from './temporal';
 import { startWorkers, type RunningWorkers } from './workers';
 
@@ -44,6 +45,8 @@ export async function startStack(
     temporalAddress?: string;
     /** Pacing of the stack's workers (default: the gate, limits no test waits on). */
     pacing?: Partial<PacingSettings>;
+    /** Notification endpoints of the stack's workers. */
+    notify?: NotifyConfig;
   } = {},
 ): Promise<Stack> {
   const sim = createSimulator({ onError: (m) => console.error(`simulator: ${m}`), ...o.simulator });
@@ -51,7 +54,7 @@ export async function startStack(
 
   const { client: temporal, connection } = await testClient(o.dataConverter, o.temporalAddress);
   const workerProvider = new ProviderClient({ baseUrl: simUrl, apiKey: o.workerApiKey ?? SANDBOX_KEY, timeoutMs: 5_000 });
-  const workers = await startWorkers(createProviderActivities(workerProvider), { prefix: 'e2e', dataConverter: o.dataConverter, address: o.temporalAddress, pacing: o.pacing });
+  const workers = await startWorkers(createProviderActivities(workerProvider), { prefix: 'e2e', dataConverter: o.dataConverter, address: o.temporalAddress, pacing: o.pacing, notify: o.notify });
 
   const webhookSecret = generateWebhookSecret();
   const bridgeProvider = new ProviderClient({ baseUrl: simUrl, apiKey: SANDBOX_KEY, timeoutMs: 5_000 });
@@ -60,7 +63,8 @@ export async function startStack(
   const bridgeAdminUrl = await bridge.listenAdmin(0, '127.0.0.1');
   sim.setWebhookEndpoint({ url: bridgeUrl + WEBHOOK_PATH, secret: webhookSecret });
 
-  const deliveries = new DeliveryClient({ temporal, taskQueue: workers.taskQueue, provider: new ProviderClient({ baseUrl: simUrl, apiKey: SANDBOX_KEY }) });
+  // No grace after the end (tests wait for results; the grace has tests of its own).
+  const deliveries = new DeliveryClient({ temporal, taskQueue: workers.taskQueue, provider: new ProviderClient({ baseUrl: simUrl, apiKey: SANDBOX_KEY }), followUp: { endGraceMs: 0 } });
   return {
     sim,
     simUrl,

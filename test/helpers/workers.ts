@@ -5,6 +5,7 @@ import type { WorkflowBundle } from '@temporalio/worker';
 import type { ProviderActivities } from '../../activities/provider-activities';
 import type { CallFamily, RateLimit } from '../../provider/limits';
 import type { PacingSettings } from '../../worker/pacing-config';
+import type { NotifyConfig } from '../../notifications/config';
 import { bundleWorkflows, createDeliveryWorkers, type DeliveryWorkers } from '../../worker/worker';
 import { testNativeConnection, testServerAddress, uniqueTaskQueue } from './temporal';
 
@@ -34,6 +35,8 @@ export interface StartWorkersOptions {
   dataConverter?: DataConverter;
   address?: string;
   taskQueue?: string;
+  /** Notification endpoints (none by default). */
+  notify?: NotifyConfig;
 }
 
 export async function startWorkers(activities: ProviderActivities, options: StartWorkersOptions = {}): Promise<RunningWorkers> {
@@ -50,6 +53,7 @@ export async function startWorkers(activities: ProviderActivities, options: Star
     pacing: { limits: UNTHROTTLED, ...options.pacing },
     workflowBundle: await workflowBundle(),
     dataConverter: options.dataConverter,
+    notify: options.notify,
   });
   const running = workers.run();
   return {

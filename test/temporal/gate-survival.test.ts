@@ -74,7 +74,7 @@ async function setUp(sim: Simulator, callTimeoutMs: number, limits = LIMITS, clo
   const startWorker = (offsetMs = 0) =>
     group.start({ name: `worker#${++n}`, entry: ENTRY.worker.entry, ready: ENTRY.worker.ready, env: offsetMs ? { ...env, NODE_OPTIONS: `--require ${SKEWED_CLOCK}`, TEST_CLOCK_OFFSET_MS: String(offsetMs) } : env });
   const workers = await Promise.all(clockOffsetsMs.map((o) => startWorker(o)));
-  return { taskQueue, workers, startWorker, client: new DeliveryClient({ temporal, taskQueue }) };
+  return { taskQueue, workers, startWorker, client: new DeliveryClient({ temporal, taskQueue, followUp: { endGraceMs: 0 } }) };
 }
 
 /** The arguments of the named signals in a history (JSON payloads: these tests use no codec). */

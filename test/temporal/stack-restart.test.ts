@@ -101,7 +101,7 @@ beforeAll(async () => {
   bridgeEnv = { ...env, BRIDGE_PORT: String(bridgePort), BRIDGE_ADMIN_PORT: '0', DELIVERY_WEBHOOK_SECRETS: WEBHOOK_SECRET, BRIDGE_RETRY_AFTER_SECONDS: '1' };
   const { client, connection } = await testClient();
   temporal = client;
-  deliveries = new DeliveryClient({ temporal: client, taskQueue });
+  deliveries = new DeliveryClient({ temporal: client, taskQueue, followUp: { endGraceMs: 0 } });
   closeConnection = () => connection.close();
 }, 30_000);
 

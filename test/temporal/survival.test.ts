@@ -120,7 +120,7 @@ async function startScenario(name: string, o: { temporalAddress: string; timeSca
   const connection = await connectClient({ address: o.temporalAddress });
   cleanups.push(() => connection.close());
   const client = new Client({ connection, namespace, dataConverter: procs.dataConverter() });
-  const deliveries = new DeliveryClient({ temporal: client, taskQueue: procs.taskQueue });
+  const deliveries = new DeliveryClient({ temporal: client, taskQueue: procs.taskQueue, followUp: { endGraceMs: 0 } });
   const run = Date.now().toString(36).toUpperCase();
   const references = Array.from({ length: DELIVERIES }, (_, i) => `${name.toUpperCase()}-${run}-${String(i).padStart(3, '0')}`);
   const started = Date.now();

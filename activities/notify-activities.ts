@@ -1,0 +1,40 @@
+/**
+ * Notification webhooks, one activity attempt per HTTP request. Temporal does the retrying: a
+ * failed attempt carries its next delay (the Standard Webhooks-like schedule, or a 429's
+ * Retry-After), a 410 is final. Endpoints are looked up by name in the worker's configuration,
+ * so no address ever comes from a workflow input. Messages name the endpoint, never its URL.
+ */
+import { Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
+import type { DeliveryNotification } from '../contract/notification-types';
+import { NOTIFY_FAILURE_TYPES } from '../contract/failures';
+import type { NotifyConfig } from '../notifications/config';
+import { retryDelayMs } from '../notifications/retry-schedule';
+import { NotificationSender } from '../notifications/sender';
+
+export interface NotifyActivities {
+  notifyEndpoint(args: { endpoint: string; notification: DeliveryNotification }): Promise<void>;
+}
+
+export function createNotifyActivities(config: NotifyConfig, sender = new NotificationSender()): NotifyActivities {
+  return {
+    async notifyEndpoint({ endpoint, notification }) {
+      const target = config.endpoints.get(endpoint);
+      if (!target) {
+        // Checked at the start (activities/start-checks.ts); here only if the configuration changed since.
+        throw ApplicationFailure.create({ type: NOTIFY_FAILURE_TYPES.endpointUnknown, message: `no notification endpoint named ${endpoint} is configured on this worker`, nonRetryable: true });
+      }
+      const outcome = await sender.send(target, notification);
+      if (outcome.kind === 'delivered') return;
+      if (outcome.kind === 'gone') {
+        throw ApplicationFailure.create({ type: NOTIFY_FAILURE_TYPES.endpointGone, message: `endpoint ${endpoint} answered 410 Gone: no more notifications of this delivery to it`, nonRetryable: true });
+      }
+      const attempt = Context.current().info.attempt;
+      throw ApplicationFailure.create({
+        type: NOTIFY_FAILURE_TYPES.endpointFailed,
+        message: `endpoint ${endpoint} ${outcome.reason} (attempt ${attempt})`,
+        nextRetryDelay: retryDelayMs(config.retryScheduleMs, attempt, outcome.retryAfterMs),
+      });
+    },
+  };
+}
