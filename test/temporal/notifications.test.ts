@@ -1,0 +1,224 @@
+/**
+ * Notifications end to end, every part real: the simulator's signed webhooks reach the workflow
+ * through the bridge; the workflow tells an order workflow by signal and an HTTP receiver (which
+ * verifies each request with the independent `standardwebhooks` package) by signed webhook.
+ */
+import { Worker } from '@temporalio/worker';
+import { WorkflowNotFoundError } from '@temporalio/client';
+import { DeliveryRequestRejectedError, InvalidInputError } from '../../client/delivery-client';
+import type { DeliveryNotification } from '../../contract/notification-types';
+import type { DeliveryWorkflowInput } from '../../contract/delivery-types';
+import { deliveryWorkflowId } from '../../contract/workflow-ids';
+import type { NotifyConfig, NotifyEndpoint } from '../../notifications/config';
+import { WEBHOOK_PATH } from '../../bridge/server';
+import { signWebhook } from '../../provider/webhook-signature';
+import { deliveryRequest } from '../fixtures/orders';
+import { startReceiver, type Receiver } from '../helpers/notify-receiver';
+import { createdDelivery, driveToDelivered, eventually, startStack, type Stack } from '../helpers/stack';
+import { testNativeConnection, testServerAddress, uniqueTaskQueue } from '../helpers/temporal';
+
+jest.setTimeout(120_000);
+
+let stack: Stack;
+let orders: Receiver; // answers 204
+let flaky: Receiver; // answers 503 while `flakyDown`
+let gone: Receiver; // answers 410 from the third notification on
+let flakyDown = true;
+let orderWorker: Worker;
+let orderWorkerRun: Promise<void>;
+let orderTaskQueue: string;
+
+const PERSONAL = ['Recipient', 'Musterstraße', '+49151', 'Kitchen', 'Trattoria', 'Torstraße'];
+
+beforeAll(async () => {
+  [orders, flaky, gone] = await Promise.all([startReceiver(), startReceiver(), startReceiver()]);
+  flaky.answer = () => (flakyDown ? 503 : 204);
+  gone.answer = (n) => (n.sequence >= 3 ? 410 : 204);
+  const endpoint = (name: string, r: Receiver): [string, NotifyEndpoint] => [name, { name, url: new URL(r.url), secrets: [r.secret] }];
+  // A fast schedule: the product's (5 s, 5 min, …) is for outages, not for a test.
+  const notify: NotifyConfig = { endpoints: new Map([endpoint('orders', orders), endpoint('flaky', flaky), endpoint('gone', gone)]), retryScheduleMs: [200, 400, 800] };
+  stack = await startStack({ notify });
+  orderTaskQueue = uniqueTaskQueue('orders');
+  orderWorker = await Worker.create({
+    connection: await testNativeConnection(),
+    namespace: testServerAddress().namespace,
+    taskQueue: orderTaskQueue,
+    workflowsPath: require.resolve('./fixtures/order-workflows'),
+  });
+  orderWorkerRun = orderWorker.run();
+});
+
+afterAll(async () => {
+  orderWorker?.shutdown();
+  await orderWorkerRun;
+  await stack?.stop();
+  await Promise.all([orders, flaky, gone].map((r) => r?.close()));
+});
+
+const forRef = (r: Receiver, reference: string) => r.accepted().filter((n) => n.reference === reference);
+/** The notifications of `reference` once the last one (delivery.ended) has come, else undefined. */
+const untilEnded = (r: Receiver, reference: string) => {
+  const ns = forRef(r, reference);
+  return ns.some((n) => n.type === 'delivery.ended') ? ns : undefined;
+};
+
+/** Sequences 1..n, each once, in arrival order. */
+function expectInSequence(ns: DeliveryNotification[]): void {
+  expect(ns.map((n) => n.sequence)).toEqual(ns.map((_, i) => i + 1));
+  expect(new Set(ns.map((n) => n.eventId)).size).toBe(ns.length);
+}
+
+async function startOrderWorkflow(id: string): Promise<{ result(): Promise<DeliveryNotification[]> }> {
+  return stack.temporal.workflow.start('orderFollowing', { taskQueue: orderTaskQueue, workflowId: id, args: [] });
+}
+
+describe('notifications', () => {
+  it('tell an order workflow and an HTTP endpoint every change of a 3-stop delivery, once per event id, in sequence, up to DELIVERED', async () => {
+    const reference = 'NOTIFY-1';
+    const order = await startOrderWorkflow(`order:${reference}`);
+    await stack.deliveries.startDelivery(deliveryRequest({}, 3), { reference, notify: { workflowId: `order:${reference}`, endpoint: 'orders' } });
+    const created = await createdDelivery(stack, reference);
+    driveToDelivered(stack.sim, created.deliveryId!);
+
+    const bySignal = await order.result();
+    const byWebhook = await eventually('the endpoint to hear of the end', () => untilEnded(orders, reference));
+    const final = await stack.deliveries.result(reference);
+
+    expectInSequence(bySignal);
+    expect(byWebhook.map((n) => n.eventId)).toEqual(bySignal.map((n) => n.eventId));
+    expect(orders.unverified).toBe(0);
+    for (const r of orders.requests.filter((x) => x.notification.reference === reference)) {
+      expect(r.id).toBe(r.notification.eventId);
+      expect(r.type).toBe(r.notification.type);
+    }
+
+    // Every change: the delivery's statuses, each destination's link and statuses, then the end.
+    const statuses = (subject: string) => bySignal.filter((n) => n.change.subject === subject && n.type.endsWith('status_changed')).map((n) => n.change.status);
+    expect(statuses('delivery')).toEqual(['CREATED', 'ASSIGNED', 'UPCOMING', 'PICKED_UP', 'DELIVERED']);
+    for (const d of final.destinations) {
+      expect(bySignal.find((n) => n.type === 'destination.tracking_link' && n.change.subject === d.id)?.change.trackingUrl).toBe(d.trackingUrl);
+      expect(statuses(d.id).at(-1)).toBe('DELIVERED');
+    }
+    const last = bySignal.at(-1)!;
+    expect(last).toMatchObject({ type: 'delivery.ended', reference, deliveryId: created.deliveryId, change: { outcome: 'completed', status: 'DELIVERED' } });
+    expect(last.result?.destinations.map((d) => d.status)).toEqual(['DELIVERED', 'DELIVERED', 'DELIVERED']);
+    expect(bySignal.every((n) => n.state.reference === reference && !('timeline' in n.state))).toBe(true);
+
+    // No personal data, and the timeline records each notification's fate.
+    const text = JSON.stringify([bySignal, byWebhook]);
+    for (const p of PERSONAL) expect(text).not.toContain(p);
+    const told = (await stack.deliveries.getStatus(reference)).timeline.filter((e) => e.notification);
+    expect(told.map((e) => e.notification!.sequence)).toEqual(bySignal.map((n) => n.sequence));
+    expect(told.every((e) => e.notification!.to[`workflow:order:${reference}`] === 'sent' && e.notification!.to['endpoint:orders'] === 'sent')).toBe(true);
+  });
+
+  it('tell the parent of a delivery started as a child workflow, by default', async () => {
+    const reference = 'NOTIFY-CHILD';
+    const input: DeliveryWorkflowInput = { reference, order: deliveryRequest({}, 1), followUp: { endGraceMs: 0 } };
+    const parent = await stack.temporal.workflow.start('orderWithChild', { taskQueue: orderTaskQueue, workflowId: `order:${reference}`, args: [input, stack.workers.taskQueue] });
+    await eventually('the child to start', () => stack.temporal.workflow.getHandle(deliveryWorkflowId(reference)).describe().then(() => true, () => false));
+    const created = await createdDelivery(stack, reference);
+    driveToDelivered(stack.sim, created.deliveryId!);
+    const received = (await parent.result()) as DeliveryNotification[];
+    expectInSequence(received);
+    expect(received.at(-1)).toMatchObject({ type: 'delivery.ended', change: { outcome: 'completed', status: 'DELIVERED' } });
+  });
+
+  it('tell the outcome of a cancellation, then the end', async () => {
+    const reference = 'NOTIFY-CANCEL';
+    await stack.deliveries.startDelivery(deliveryRequest(), { reference, notify: { endpoint: 'orders' } });
+    await createdDelivery(stack, reference);
+    await stack.deliveries.cancelDelivery(reference);
+    const told = await eventually('the end', () => untilEnded(orders, reference));
+    expectInSequence(told);
+    expect(told.find((n) => n.type === 'cancellation.outcome')?.change.cancellation?.outcome).toBe('cancelled');
+    expect(told.at(-1)).toMatchObject({ type: 'delivery.ended', change: { outcome: 'cancelled', status: 'CANCELED' } });
+  });
+
+  it('give an endpoint that failed for a while everything afterwards, in sequence', async () => {
+    const reference = 'NOTIFY-FLAKY';
+    flakyDown = true;
+    await stack.deliveries.startDelivery(deliveryRequest({}, 2), { reference, notify: { endpoint: 'flaky' } });
+    const created = await createdDelivery(stack, reference);
+    driveToDelivered(stack.sim, created.deliveryId!);
+    await eventually('a few failed attempts', () => flaky.requests.filter((r) => r.answered === 503).length >= 3);
+    expect(forRef(flaky, reference)).toEqual([]);
+    flakyDown = false;
+    const told = await eventually('the end', () => untilEnded(flaky, reference), 30_000);
+    expectInSequence(told);
+    // The delivery itself was never held up by its endpoint.
+    expect((await stack.deliveries.result(reference)).status).toBe('DELIVERED');
+  });
+
+  it('stop sending to an endpoint that answers 410, and tell the order workflow still', async () => {
+    const reference = 'NOTIFY-GONE';
+    const order = await startOrderWorkflow(`order:${reference}`);
+    await stack.deliveries.startDelivery(deliveryRequest(), { reference, notify: { workflowId: `order:${reference}`, endpoint: 'gone' } });
+    const created = await createdDelivery(stack, reference);
+    driveToDelivered(stack.sim, created.deliveryId!);
+    const bySignal = await order.result();
+    expectInSequence(bySignal);
+    const final = await stack.deliveries.result(reference);
+    const toGone = gone.requests.filter((r) => r.notification.reference === reference);
+    expect(toGone.map((r) => [r.notification.sequence, r.answered])).toEqual([
+      [1, 204],
+      [2, 204],
+      [3, 410],
+    ]);
+    const after = (await stack.deliveries.getStatus(reference)).timeline;
+    expect(after.filter((e) => e.note?.startsWith('notifications to endpoint:gone stopped at #3'))).toHaveLength(1);
+    expect(after.filter((e) => e.notification && e.notification.sequence >= 3).every((e) => e.notification!.to['endpoint:gone'] === 'gone')).toBe(true);
+    expect(final.status).toBe('DELIVERED');
+  });
+
+  it('record once a signal target that does not exist, and carry on', async () => {
+    const reference = 'NOTIFY-NOBODY';
+    await stack.deliveries.startDelivery(deliveryRequest(), { reference, notify: { workflowId: 'order:nobody' } });
+    const created = await createdDelivery(stack, reference);
+    driveToDelivered(stack.sim, created.deliveryId!);
+    const final = await stack.deliveries.result(reference);
+    expect(final.status).toBe('DELIVERED');
+    const notes = (await stack.deliveries.getStatus(reference)).timeline.filter((e) => e.note?.includes('workflow:order:nobody'));
+    expect(notes).toHaveLength(1);
+    expect(notes[0]!.note).toMatch(/stopped at #1: no running workflow order:nobody/);
+  });
+
+  it('refuse a URL before anything starts, and an unknown endpoint before anything is quoted', async () => {
+    await expect(stack.deliveries.startDelivery(deliveryRequest(), { reference: 'NOTIFY-URL', notify: { endpoint: 'https://attacker.example/collect' } })).rejects.toThrow(
+      expect.objectContaining({ constructor: InvalidInputError, message: expect.stringMatching(/notify\.endpoint: must be the name of an endpoint the operator configured .* not a URL/) }),
+    );
+    await expect(stack.temporal.workflow.getHandle(deliveryWorkflowId('NOTIFY-URL')).describe()).rejects.toBeInstanceOf(WorkflowNotFoundError);
+
+    const mark = stack.sim.requestLog().length;
+    await stack.deliveries.startDelivery(deliveryRequest(), { reference: 'NOTIFY-UNKNOWN', notify: { endpoint: 'billing' } });
+    const failure = await stack.deliveries.result('NOTIFY-UNKNOWN').catch((e: unknown) => e);
+    expect(failure).toBeInstanceOf(DeliveryRequestRejectedError);
+    expect(failure).toMatchObject({ type: 'InvalidDeliveryInput', message: expect.stringMatching(/notify\.endpoint: no notification endpoint named billing \(configured: orders, flaky, gone/) });
+    expect(stack.sim.requestLog(mark).filter((r) => r.path.startsWith('/v1/quotes') || r.path.startsWith('/v1/deliveries'))).toEqual([]);
+  });
+
+  it('tell a status that arrives after the end, within the grace period, and put it on the timeline', async () => {
+    const reference = 'NOTIFY-LATE';
+    await stack.deliveries.startDelivery(deliveryRequest(), { reference, notify: { endpoint: 'orders' }, followUp: { endGraceMs: 8_000 } });
+    const created = await createdDelivery(stack, reference);
+    const destinationId = created.destinations[0]!.id;
+    // Its IN_TRANSIT webhook is lost in an outage (the provider retries it below, after the end).
+    stack.sim.advance(created.deliveryId!, { destination_id: destinationId, status: 'DELIVERED' });
+    driveToDelivered(stack.sim, created.deliveryId!);
+    await eventually('the delivery to end', async () => (await stack.deliveries.getStatus(reference)).phase === 'ended');
+
+    // A webhook retried after an outage: signed by the provider, through the bridge.
+    const body = JSON.stringify({ id: 'evt_late_in_transit', type: 'destination.status_changed', created_at: new Date().toISOString().replace(/\.\d{3}Z$/, 'Z'), data: { delivery_id: created.deliveryId, destination_id: destinationId, status: 'IN_TRANSIT' } });
+    const headers = signWebhook(stack.webhookSecret, 'evt_late_in_transit', Math.floor(Date.now() / 1000), body);
+    const res = await fetch(stack.bridgeUrl + WEBHOOK_PATH, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
+    expect(res.status).toBe(200);
+
+    const told = await eventually('the end', () => untilEnded(orders, reference), 30_000);
+    expectInSequence(told);
+    const late = told.find((n) => n.change.late);
+    expect(late).toMatchObject({ type: 'destination.status_changed', change: { subject: destinationId, status: 'IN_TRANSIT', late: true, source: 'webhook' } });
+    expect(told.at(-1)!.sequence).toBeGreaterThan(late!.sequence);
+    const final = await stack.deliveries.result(reference);
+    expect(final.timeline.some((e) => e.subject === destinationId && e.eventId === 'evt_late_in_transit' && e.late)).toBe(true);
+  });
+});
