@@ -126,7 +126,7 @@ describe('a delivery started with plain JSON from the Temporal CLI', () => {
     const ref = reference('CLI-START');
     const workflowId = `delivery:${ref}`;
     const startedAt = Date.now();
-    await cliStart(workflowId, { reference: ref, order: order(3, true) });
+    await cliStart(workflowId, { reference: ref, order: order(3, true), followUp: { endGraceMs: 0 } });
 
     const found = await eventually(
       `${workflowId} by OrderReference`,

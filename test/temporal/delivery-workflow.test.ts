@@ -58,7 +58,8 @@ async function start(overrides: Partial<DeliveryWorkflowInput> = {}, destination
   const handle = await client.workflow.start('delivery', {
     taskQueue: workers.taskQueue,
     workflowId: deliveryWorkflowId(reference),
-    args: [{ reference, order, ...overrides } satisfies DeliveryWorkflowInput],
+    // No grace after the end unless a test asks for one (tests wait for results).
+    args: [{ reference, order, ...overrides, followUp: { endGraceMs: 0, ...overrides.followUp } } satisfies DeliveryWorkflowInput],
   });
   started.push(handle);
   return handle;

@@ -30,7 +30,7 @@ afterAll(async () => {
 it('a delivery of 100 destinations ends correctly, every run under 2,000 events', async () => {
   const reference = `LONG-${Date.now()}`;
   const { reference_number: _r, ...order } = deliveryRequest({}, 100);
-  const input: DeliveryWorkflowInput = { reference, order, historyLimit: 300, followUp: { quietMs: 2_000, jitter: 0 } };
+  const input: DeliveryWorkflowInput = { reference, order, historyLimit: 300, followUp: { quietMs: 2_000, jitter: 0, endGraceMs: 0 } };
   const handle = await client.workflow.start('delivery', { taskQueue: workers.taskQueue, workflowId: deliveryWorkflowId(reference), args: [input] });
 
   let s: DeliveryState;

@@ -49,7 +49,7 @@ async function cancelledRightAfterCreation(): Promise<{ handle: WorkflowHandle; 
   const handle = await client.workflow.start('delivery', {
     taskQueue: workers.taskQueue,
     workflowId: deliveryWorkflowId(reference),
-    args: [{ reference, order } satisfies DeliveryWorkflowInput],
+    args: [{ reference, order, followUp: { endGraceMs: 0 } } satisfies DeliveryWorkflowInput],
   });
   await eventually(`${handle.workflowId} to follow its delivery`, async () => (await handle.query(statusQuery)).phase === 'following', 60_000);
   await handle.cancel();
