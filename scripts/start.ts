@@ -16,6 +16,7 @@ import { parseEnv } from '../provider/validation';
 import { generateWebhookSecret, secretFingerprint, WebhookSecretSchema } from '../provider/webhook-signature';
 import { z } from 'zod';
 import { ensureTemporalCli } from './temporal-cli';
+import { describeEndpoints, notifyConfigFromEnv } from '../notifications/config';
 import { localStack } from './processes';
 import { startDevServer, type DevServer } from './temporal-dev-server';
 
@@ -60,6 +61,8 @@ async function main(): Promise<void> {
   if (!existsSync(LOCAL_STACK_KEYS_FILE)) writeFileSync(LOCAL_STACK_KEYS_FILE, generatePayloadKey('local') + '\n', { mode: 0o600 });
   const payloadKeys = readFileSync(LOCAL_STACK_KEYS_FILE, 'utf8').trim();
 
+  // The worker reads DELIVERY_NOTIFY_ENDPOINTS / _SECRETS from this environment; checked here first so a mistake stops the start at once.
+  const notifyEndpoints = describeEndpoints(notifyConfigFromEnv());
   const cli = await ensureTemporalCli((l) => log(l));
   log('starting the Temporal dev server...');
   devServer = await startDevServer({
@@ -103,6 +106,7 @@ async function main(): Promise<void> {
   log(`  provider sandbox ${SIMULATOR_URL} (API key: sandbox-key; dashboard ${SIMULATOR_URL}/_sim)`);
   log(`  webhook bridge   ${BRIDGE_URL}/webhooks/delivery (recent webhooks and metrics: ${BRIDGE_ADMIN_URL}/, loopback only)`);
   log(`  codec endpoint   ${CODEC_URL} (the Web UI decrypts payloads through it)`);
+  log(`  notifications    endpoints: ${notifyEndpoints} (DELIVERY_NOTIFY_ENDPOINTS); order workflows by signal: notify.workflowId`);
   log('try, in another terminal:');
   log('  npx delivery create --reference DEMO-1 --order docs/examples/order.json --watch');
   log('Ctrl-C stops everything; data stays in .data/');
