@@ -16,6 +16,7 @@ import { deliveryRequest } from '../fixtures/orders';
 import { startReceiver, type Receiver } from '../helpers/notify-receiver';
 import { createdDelivery, driveToDelivered, eventually, startStack, type Stack } from '../helpers/stack';
 import { testNativeConnection, testServerAddress, uniqueTaskQueue } from '../helpers/temporal';
+import { recordHistories } from '../helpers/histories';
 
 jest.setTimeout(120_000);
 
@@ -110,6 +111,7 @@ describe('notifications', () => {
     const told = (await stack.deliveries.getStatus(reference)).timeline.filter((e) => e.notification);
     expect(told.map((e) => e.notification!.sequence)).toEqual(bySignal.map((n) => n.sequence));
     expect(told.every((e) => e.notification!.to[`workflow:order:${reference}`] === 'sent' && e.notification!.to['endpoint:orders'] === 'sent')).toBe(true);
+    if (process.env.RECORD_HISTORIES) await recordHistories(process.env.RECORD_HISTORIES, 'notifications to an order workflow and an endpoint', [{ workflowId: deliveryWorkflowId(reference) }]);
   });
 
   it('tell the parent of a delivery started as a child workflow, by default', async () => {
@@ -181,6 +183,7 @@ describe('notifications', () => {
     const notes = (await stack.deliveries.getStatus(reference)).timeline.filter((e) => e.note?.includes('workflow:order:nobody'));
     expect(notes).toHaveLength(1);
     expect(notes[0]!.note).toMatch(/stopped at #1: no running workflow order:nobody/);
+    if (process.env.RECORD_HISTORIES) await recordHistories(process.env.RECORD_HISTORIES, 'notifications to a workflow that does not exist', [{ workflowId: deliveryWorkflowId(reference) }]);
   });
 
   it('refuse a URL before anything starts, and an unknown endpoint before anything is quoted', async () => {
@@ -220,5 +223,6 @@ describe('notifications', () => {
     expect(told.at(-1)!.sequence).toBeGreaterThan(late!.sequence);
     const final = await stack.deliveries.result(reference);
     expect(final.timeline.some((e) => e.subject === destinationId && e.eventId === 'evt_late_in_transit' && e.late)).toBe(true);
+    if (process.env.RECORD_HISTORIES) await recordHistories(process.env.RECORD_HISTORIES, 'notifications a late status within the grace', [{ workflowId: deliveryWorkflowId(reference) }]);
   });
 });
