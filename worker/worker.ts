@@ -17,6 +17,7 @@ import type { ProviderActivities } from '../activities/provider-activities';
 import { createStartCheckActivities } from '../activities/start-checks';
 import type { CallFamily } from '../provider/limits';
 import { gateTaskQueue, providerTaskQueues } from '../contract/task-queues';
+import { deliveriesServiceHandler } from '../nexus/handlers';
 import { DEFAULT_PACING, taskQueueRatePerSecond, type PacingSettings } from './pacing-config';
 
 export interface DeliveryWorkerOptions {
@@ -78,6 +79,7 @@ export async function createDeliveryWorkers(o: DeliveryWorkerOptions): Promise<D
     taskQueue: o.taskQueue,
     workflowBundle,
     activities: { ...gateActivities, ...createStartCheckActivities() },
+    nexusServices: [deliveriesServiceHandler], // the Nexus service `deliveries` (nexus/handlers.ts)
     maxCachedWorkflows: o.maxCachedWorkflows,
     maxConcurrentWorkflowTaskExecutions: o.maxConcurrentWorkflowTasks ?? DEFAULT_MAX_CONCURRENT_WORKFLOW_TASKS,
     stickyQueueScheduleToStartTimeout: o.stickyQueueTimeoutMs ?? DEFAULT_STICKY_QUEUE_TIMEOUT_MS,
