@@ -57,6 +57,12 @@ async function onDelivery<T>(reference: string, fn: (h: WorkflowHandle) => Promi
   }
 }
 
+/** createDelivery's check: the workflow's own (its first task would refuse the same), before anything starts. */
+export function checkCreateDelivery(input: CreateDeliveryInput, nowMs = Date.now()): void {
+  const issues = deliveryInputIssues(input, nowMs);
+  if (issues.length > 0) throw invalidInput(issues);
+}
+
 /** The first ApplicationFailure in a failure's cause chain: the reason a person needs. */
 function applicationCause(err: unknown): Error | undefined {
   let cause = err;
@@ -85,9 +91,7 @@ export const deliveriesServiceHandler = nexus.serviceHandler(deliveriesService, 
   },
 
   createDelivery: new WorkflowRunOperationHandler(async (ctx, input: CreateDeliveryInput) => {
-    // The workflow's own check (its first task would refuse the same), before anything starts.
-    const issues = deliveryInputIssues(input, Date.now());
-    if (issues.length > 0) throw invalidInput(issues);
+    checkCreateDelivery(input);
     try {
       return await startWorkflow<typeof delivery>(ctx, 'delivery', {
         workflowId: deliveryWorkflowId(input.reference),
