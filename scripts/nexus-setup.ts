@@ -7,6 +7,10 @@
 import { status } from '@grpc/grpc-js';
 import type { Connection } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time';
+import { z } from 'zod';
+import { DEFAULT_TASK_QUEUE } from '../contract/task-queues';
+import { parseEnv } from '../provider/validation';
+import { connectClient } from '../temporal/client-connection';
 
 export const ORDERS_NAMESPACE = 'orders';
 export const DELIVERIES_ENDPOINT = 'deliveries';
@@ -79,4 +83,20 @@ export async function ensureNexusSetup(connection: Connection, o: NexusSetup): P
   await ensureNamespace(connection, callerNamespace, o.timeoutMs);
   await ensureEndpoint(connection, endpoint, o.targetNamespace, o.targetTaskQueue);
   return { callerNamespace, endpoint };
+}
+
+/**
+ * `npm start` and `npm run cluster`: the `orders` namespace and the endpoint `deliveries` on the
+ * local Temporal, routed to the worker's task queue (DELIVERY_TASK_QUEUE, as the worker reads it),
+ * so examples/nexus-order-system runs at once.
+ */
+export async function setUpLocalNexus(address: string, targetNamespace: string, log: (line: string) => void): Promise<void> {
+  const targetTaskQueue = parseEnv(z.object({ DELIVERY_TASK_QUEUE: z.string().min(1).default(DEFAULT_TASK_QUEUE) }), process.env, 'task queue').DELIVERY_TASK_QUEUE;
+  const connection = await connectClient({ address });
+  try {
+    const { callerNamespace, endpoint } = await ensureNexusSetup(connection, { targetNamespace, targetTaskQueue });
+    log(`Nexus endpoint ${endpoint} → namespace ${targetNamespace}, task queue ${targetTaskQueue}; order systems' namespace ${callerNamespace}`);
+  } finally {
+    await connection.close();
+  }
 }

@@ -17,6 +17,7 @@ import { generateWebhookSecret, secretFingerprint, WebhookSecretSchema } from '.
 import { z } from 'zod';
 import { ensureTemporalCli } from './temporal-cli';
 import { localStack } from './processes';
+import { setUpLocalNexus } from './nexus-setup';
 import { startDevServer, type DevServer } from './temporal-dev-server';
 
 const root = join(__dirname, '..');
@@ -69,6 +70,8 @@ async function main(): Promise<void> {
     dbFilename: join(dataDir, 'temporal.db'),
     extraArgs: ['--ui-codec-endpoint', CODEC_URL],
   });
+  // Order systems in their own namespace call the deliveries through Nexus (examples/nexus-order-system).
+  await setUpLocalNexus(devServer.address, devServer.namespace, log);
 
   // The signing secret(s): DELIVERY_WEBHOOK_SECRETS when set (the simulator signs with the
   // first, the bridge accepts them all), else the local sandbox's, kept with the data so webhooks
@@ -105,6 +108,7 @@ async function main(): Promise<void> {
   log(`  codec endpoint   ${CODEC_URL} (the Web UI decrypts payloads through it)`);
   log('try, in another terminal:');
   log('  npx delivery create --reference DEMO-1 --order docs/examples/order.json --watch');
+  log('  npx tsx examples/nexus-order-system/main.ts   (an order workflow in namespace orders, through Nexus)');
   log('Ctrl-C stops everything; data stays in .data/');
 }
 
