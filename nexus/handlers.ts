@@ -46,12 +46,28 @@ function parse<T extends z.ZodType>(schema: T, input: unknown, prefix = ''): z.o
   throw invalidInput(fieldIssues(parsed.error).map((i) => ({ ...i, field: i.field === '(body)' ? prefix.replace(/\.$/, '') || 'input' : prefix + i.field })));
 }
 
-/** Runs `fn` on the delivery's workflow; an unknown reference is NOT_FOUND, a refused update a failed operation with the workflow's failure as cause. */
+/** The failure type of an update or cancel sent to a delivery whose workflow has ended. */
+export const DELIVERY_ENDED = 'DeliveryEnded';
+
+/**
+ * Runs `fn` on the delivery's workflow. An unknown reference is NOT_FOUND; a delivery whose
+ * workflow has ended (updates and cancellation need a running one) fails the operation with
+ * DeliveryEnded; a refused update fails it with the workflow's failure as cause.
+ */
 async function onDelivery<T>(reference: string, fn: (h: WorkflowHandle) => Promise<T>): Promise<T> {
+  const handle = getClient().workflow.getHandle(deliveryWorkflowId(reference));
   try {
-    return await fn(getClient().workflow.getHandle(deliveryWorkflowId(reference)));
+    return await fn(handle);
   } catch (err) {
-    if (err instanceof WorkflowNotFoundError) throw new nexus.HandlerError('NOT_FOUND', `no delivery with reference ${reference}`, { retryableOverride: false });
+    if (err instanceof WorkflowNotFoundError) {
+      const ended = await handle.describe().then(
+        (d) => d.status.name,
+        () => undefined,
+      );
+      if (ended === undefined) throw new nexus.HandlerError('NOT_FOUND', `no delivery with reference ${reference}`, { retryableOverride: false });
+      const cause = ApplicationFailure.create({ type: DELIVERY_ENDED, message: `the delivery ${reference} has ended (its workflow is ${ended}): the status operation says how`, nonRetryable: true });
+      throw new nexus.OperationError('failed', cause.message, { cause });
+    }
     if (err instanceof WorkflowUpdateFailedError) throw new nexus.OperationError('failed', err.cause?.message ?? err.message, { cause: err.cause });
     throw err;
   }

@@ -30,7 +30,7 @@ export function nexusServiceDocument(ref: (id: string) => Json): Json {
     endpoint: 'any name; `npm start` and `npm run cluster` create `deliveries` targeting the worker\'s namespace and task queue (DELIVERY_TASK_QUEUE)',
     failures:
       'A bad input is a non-retryable BAD_REQUEST handler error caused by the ApplicationFailure InvalidDeliveryInput (details[0] is [{ field, message }]); ' +
-      'an unknown reference a non-retryable NOT_FOUND handler error; a refused update, a failed quote, or a delivery workflow that fails (QuoteRejected, QuoteApprovalTimedOut, ...), a failed operation caused by the workflow\'s failure (same types as the workflow); ' +
+      'an unknown reference a non-retryable NOT_FOUND handler error; an update or cancel for a delivery whose workflow has ended a failed operation caused by DeliveryEnded; a refused update, a failed quote, or a delivery workflow that fails (QuoteRejected, QuoteApprovalTimedOut, ...), a failed operation caused by the workflow\'s failure (same types as the workflow); ' +
       'a cancelled delivery a cancelled operation. Failure messages and details are encrypted like every payload when the deployment sets DELIVERY_PAYLOAD_KEYS: callers need the same codec (docs/payload-encryption.md).',
     operations: {
       quote: sync(ref('DeliveryOrder'), ref('CarriedQuote'), 'a price for the order through the same paced path as a delivery\'s quote; creates nothing; pass it as createDelivery\'s quote (no fingerprint, so not carried, when the worker paces by task queue instead of the gate)'),

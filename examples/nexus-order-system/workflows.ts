@@ -8,7 +8,7 @@
  * Workflow code: it imports only the service definition (nexus/service.ts, no zod) and types.
  */
 import { CancellationScope, createNexusServiceClient, defineSignal, isCancellation, setHandler } from '@temporalio/workflow';
-import { deliveriesService, type QuoteOutput } from '../../nexus/service';
+import { deliveriesService, type DeliveryReferenceInput, type QuoteOutput, type RejectQuoteInput, type UpdateDeliveryInput } from '../../nexus/service';
 import type { DeliveryOrder, DeliveryResult, DeliveryState } from '../../contract/delivery-types';
 import type { Price } from '../../provider/schemas';
 
@@ -60,5 +60,33 @@ export async function orderWorkflow(input: OrderInput): Promise<OrderOutcome> {
     // The operation waits for the delivery workflow to settle its cancellation before it reports it.
     if (!isCancellation(err)) throw err;
     return { reference, quote, cancelled: await deliveries.executeOperation('status', { reference }) };
+  }
+}
+
+/** The synchronous operations on a delivery, by name with their inputs. */
+export type DeliveryRequest =
+  | { operation: 'status' | 'approveQuote' | 'cancel'; input: DeliveryReferenceInput }
+  | { operation: 'rejectQuote'; input: RejectQuoteInput }
+  | { operation: 'updateDelivery'; input: UpdateDeliveryInput };
+
+/**
+ * One synchronous operation on a delivery, as a support tool of the order system would send it
+ * (a person approves a quote over the maximum, changes a package, cancels). Returns the
+ * delivery's state as the operation answers it; a refused one fails with the workflow's reason.
+ */
+export async function deliveryRequestWorkflow(endpoint: string, request: DeliveryRequest): Promise<DeliveryState> {
+  const deliveries = createNexusServiceClient({ service: deliveriesService, endpoint });
+  const options = { scheduleToCloseTimeout: '1 minute' } as const;
+  switch (request.operation) {
+    case 'rejectQuote':
+      return deliveries.executeOperation('rejectQuote', request.input, options);
+    case 'updateDelivery':
+      return deliveries.executeOperation('updateDelivery', request.input, options);
+    case 'status':
+      return deliveries.executeOperation('status', request.input, options);
+    case 'approveQuote':
+      return deliveries.executeOperation('approveQuote', request.input, options);
+    case 'cancel':
+      return deliveries.executeOperation('cancel', request.input, options);
   }
 }

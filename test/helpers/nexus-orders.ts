@@ -7,12 +7,13 @@
 import { randomUUID } from 'node:crypto';
 import { Client, WorkflowFailedError, type Connection } from '@temporalio/client';
 import { ApplicationFailure, NexusOperationFailure, type DataConverter } from '@temporalio/common';
+import { HandlerError } from 'nexus-rpc';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { connectClient } from '../../temporal/client-connection';
 import type { DeliveryClient } from '../../client/delivery-client';
 import type { DeliveryState } from '../../contract/delivery-types';
 import { deleteEndpoint, ensureNexusSetup, ORDERS_NAMESPACE } from '../../scripts/nexus-setup';
-import { cancelDeliverySignal, orderWorkflow, type OrderInput, type OrderOutcome } from '../../examples/nexus-order-system/workflows';
+import { cancelDeliverySignal, deliveryRequestWorkflow, orderWorkflow, type DeliveryRequest, type OrderInput } from '../../examples/nexus-order-system/workflows';
 import { deliveryRequest } from '../fixtures/orders';
 
 /** The delivery side, as each project reaches it. */
@@ -96,8 +97,8 @@ function start(orders: OrderSystem, input: Omit<OrderInput, 'endpoint'>) {
   return orders.client.workflow.start(orderWorkflow, { taskQueue: orders.taskQueue, workflowId: `order:${input.reference}`, args: [{ ...input, endpoint: orders.endpoint }] });
 }
 
-/** The failure an order workflow ended with: the Nexus operation's, and the ApplicationFailure at the end of its chain. */
-async function failureOf(result: Promise<OrderOutcome>): Promise<{ operation: NexusOperationFailure; application: ApplicationFailure }> {
+/** The failure a caller workflow ended with: the Nexus operation's, the handler error if any, and the deepest ApplicationFailure of its chain (the reason). */
+async function failureOf(result: Promise<unknown>): Promise<{ operation: NexusOperationFailure; handler?: HandlerError; application?: ApplicationFailure }> {
   const err = await result.then(
     () => undefined,
     (e: unknown) => e,
@@ -105,10 +106,25 @@ async function failureOf(result: Promise<OrderOutcome>): Promise<{ operation: Ne
   expect(err).toBeInstanceOf(WorkflowFailedError);
   const operation = (err as WorkflowFailedError).cause;
   expect(operation).toBeInstanceOf(NexusOperationFailure);
-  let cause: unknown = operation;
-  while (cause instanceof Error && !(cause instanceof ApplicationFailure)) cause = cause.cause;
-  expect(cause).toBeInstanceOf(ApplicationFailure);
-  return { operation: operation as NexusOperationFailure, application: cause as ApplicationFailure };
+  let handler: HandlerError | undefined;
+  let application: ApplicationFailure | undefined;
+  for (let cause: unknown = operation; cause instanceof Error; cause = cause.cause) {
+    if (cause instanceof HandlerError) handler = cause;
+    if (cause instanceof ApplicationFailure) application = cause;
+  }
+  return { operation: operation as NexusOperationFailure, handler, application };
+}
+
+/** A synchronous operation, sent from a workflow in `orders` as a support tool would. */
+function request(orders: OrderSystem, r: DeliveryRequest): Promise<DeliveryState> {
+  return orders.client.workflow.execute(deliveryRequestWorkflow, { taskQueue: orders.taskQueue, workflowId: `request:${r.operation}:${randomUUID()}`, args: [orders.endpoint, r] });
+}
+
+function phaseIs(side: DeliverySide, reference: string, phase: DeliveryState['phase']): Promise<DeliveryState> {
+  return waitFor(`delivery ${reference} to be ${phase}`, async () => {
+    const s = await side.deliveries.getStatus(reference);
+    return s.phase === phase ? s : undefined;
+  });
 }
 
 /** The scenarios of issue #27's Nexus tests; `get` gives the running sides (set in beforeAll). */
@@ -157,17 +173,70 @@ export function orderSystemScenarios(get: () => { side: DeliverySide; orders: Or
     const reference = newReference('NX-BAD');
     const created = await failureOf(start(orders, { reference, order: bad, quoteFirst: false }).then((h) => h.result()));
     expect(created.operation.operation).toBe('createDelivery');
-    expect(created.application.type).toBe('InvalidDeliveryInput');
-    expect(created.application.nonRetryable).toBe(true);
-    expect(created.application.message).toContain('order.destinations: must have at least one destination');
-    expect(created.application.details?.[0]).toEqual([{ field: 'order.destinations', message: 'must have at least one destination' }]);
+    expect(created.application?.type).toBe('InvalidDeliveryInput');
+    expect(created.application?.nonRetryable).toBe(true);
+    expect(created.application?.message).toContain('order.destinations: must have at least one destination');
+    expect(created.application?.details?.[0]).toEqual([{ field: 'order.destinations', message: 'must have at least one destination' }]);
     await expect(side.deliveries.getStatus(reference)).rejects.toThrow(`no delivery with reference ${reference}`);
 
     // The synchronous quote checks the same way.
     const quoted = await failureOf(start(orders, { reference: newReference('NX-BAD'), order: bad }).then((h) => h.result()));
     expect(quoted.operation.operation).toBe('quote');
-    expect(quoted.application.type).toBe('InvalidDeliveryInput');
-    expect(quoted.application.message).toContain('order.destinations: must have at least one destination');
+    expect(quoted.application?.type).toBe('InvalidDeliveryInput');
+    expect(quoted.application?.message).toContain('order.destinations: must have at least one destination');
     expect(await side.atProvider(reference)).toEqual({ status: 'none', count: 0 });
+  });
+}
+
+/** The synchronous operations on a delivery: approve, reject, update, status, and their refusals. */
+export function syncOperationScenarios(get: () => { side: DeliverySide; orders: OrderSystem }): void {
+  const overMax = { amount: 1, currency: 'EUR' };
+
+  it('a person approves a quote over the maximum, changes a package and reads the status, each through a synchronous operation (a second approval refused)', async () => {
+    const { side, orders } = get();
+    const reference = newReference('NX-SYNC');
+    const handle = await start(orders, { reference, order: order(), maxPrice: overMax });
+    await phaseIs(side, reference, 'awaiting_approval');
+
+    const approved = await request(orders, { operation: 'approveQuote', input: { reference } });
+    expect(approved).toEqual(expect.objectContaining({ reference, quote: expect.objectContaining({ price: expect.any(Object) }) }));
+    const following = await created(side, reference);
+    const updated = await request(orders, { operation: 'updateDelivery', input: { reference, update: { destinations: [{ id: following.destinations[0]!.id, package_type: 'XLARGE' }] } } });
+    expect(updated.destinations[0]!.packageType).toBe('XLARGE');
+    // The update's validator refuses a second approval: the operation fails with the workflow's reason.
+    const refused = await failureOf(request(orders, { operation: 'approveQuote', input: { reference } }));
+    expect(refused.application?.message).toBe('no quote is waiting for approval (the delivery is following)');
+    const status = await request(orders, { operation: 'status', input: { reference } });
+    expect(status).toEqual(expect.objectContaining({ reference, phase: 'following', deliveryId: following.deliveryId }));
+
+    await side.driveToDelivered(following.deliveryId!);
+    const outcome = await handle.result();
+    expect(outcome.delivered?.status).toBe('DELIVERED');
+    expect(outcome.delivered?.destinations[0]!.packageType).toBe('XLARGE');
+  });
+
+  it('a rejected quote fails the order\'s createDelivery with QuoteRejected; an ended delivery and an unknown reference fail with their reason', async () => {
+    const { side, orders } = get();
+    const reference = newReference('NX-REJECT');
+    const handle = await start(orders, { reference, order: order(), maxPrice: overMax });
+    await phaseIs(side, reference, 'awaiting_approval');
+    const rejected = await request(orders, { operation: 'rejectQuote', input: { reference, reason: 'too expensive' } });
+    expect(rejected.reference).toBe(reference);
+
+    const failed = await failureOf(handle.result());
+    expect(failed.operation.operation).toBe('createDelivery');
+    expect(failed.application?.type).toBe('QuoteRejected');
+    expect(failed.application?.message).toContain('too expensive');
+    expect(await side.atProvider(reference)).toEqual({ status: 'none', count: 0 });
+
+    // Its workflow has ended: no update reaches it, the status still answers.
+    const ended = await failureOf(request(orders, { operation: 'approveQuote', input: { reference } }));
+    expect(ended.application?.type).toBe('DeliveryEnded');
+    expect(ended.application?.message).toContain(`the delivery ${reference} has ended (its workflow is FAILED)`);
+    expect((await request(orders, { operation: 'status', input: { reference } })).phase).toBe('ended');
+
+    const unknown = await failureOf(request(orders, { operation: 'status', input: { reference: `${reference}-NONE` } }));
+    expect(unknown.handler?.type).toBe('NOT_FOUND');
+    expect(unknown.handler?.message).toContain(`no delivery with reference ${reference}-NONE`);
   });
 }

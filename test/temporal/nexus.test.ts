@@ -5,7 +5,7 @@
  * (examples/nexus-order-system/) on a worker in `orders`; an endpoint of this file's own.
  */
 import { driveToDelivered, startStack, type Stack } from '../helpers/stack';
-import { orderSystemScenarios, startOrderSystem, type DeliverySide, type OrderSystem } from '../helpers/nexus-orders';
+import { orderSystemScenarios, startOrderSystem, syncOperationScenarios, type DeliverySide, type OrderSystem } from '../helpers/nexus-orders';
 import { testServerAddress } from '../helpers/temporal';
 
 let stack: Stack;
@@ -36,4 +36,5 @@ afterAll(async () => {
 
 describe('the Nexus service `deliveries`, called from the `orders` namespace', () => {
   orderSystemScenarios(() => ({ side, orders }));
+  syncOperationScenarios(() => ({ side, orders }));
 });
