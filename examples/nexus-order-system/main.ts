@@ -7,8 +7,8 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Client } from '@temporalio/client';
-import { NativeConnection, Worker } from '@temporalio/worker';
+import { Client, WorkflowNotFoundError } from '@temporalio/client';
+import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import type { DeliveryOrder } from '../../contract/delivery-types';
 import { connectClient } from '../../temporal/client-connection';
 import { temporalSettingsFromEnv } from '../../temporal/connection';
@@ -19,6 +19,7 @@ const NAMESPACE = process.env.ORDERS_NAMESPACE || 'orders';
 const TASK_QUEUE = 'order-system';
 
 async function main(): Promise<void> {
+  Runtime.install({ logger: new DefaultLogger('WARN') }); // the worker's warnings only
   const args = process.argv.slice(2);
   const reference = args.find((a) => !a.startsWith('--')) ?? `NEXUS-${Date.now().toString(36).toUpperCase()}`;
   const { address } = temporalSettingsFromEnv();
@@ -36,8 +37,12 @@ async function main(): Promise<void> {
     console.log(`order workflow order:${reference} in namespace ${NAMESPACE}: its delivery is delivery:${reference}, through the Nexus endpoint deliveries`);
     if (args.includes('--cancel')) {
       await new Promise((r) => setTimeout(r, 3_000));
-      await handle.signal(cancelDeliverySignal);
-      console.log('asked to cancel the delivery');
+      // A delivery that ended already (the simulator can be fast) has nothing left to cancel.
+      const sent = await handle.signal(cancelDeliverySignal).then(
+        () => true,
+        (err: unknown) => (err instanceof WorkflowNotFoundError ? false : Promise.reject(err)),
+      );
+      console.log(sent ? 'asked to cancel the delivery' : 'the order had ended before the cancellation');
     }
     return handle.result();
   });
