@@ -90,11 +90,13 @@ export const deliveriesServiceHandler = nexus.serviceHandler(deliveriesService, 
   async quote(ctx, order) {
     const parsed = parse(DeliveryOrderSchema, order, 'order.');
     try {
-      // The Nexus request ID names the quote: a retried request waits for the same quote instead of asking for another.
+      // The Nexus request ID names the quote: a request retried (a sync call has seconds, a quote
+      // may wait longer for its slot) waits for the same quote, running or done, instead of asking for another.
       return await getClient().workflow.execute<typeof quoteOnly>('quoteOnly', {
         taskQueue: operationInfo().taskQueue,
         workflowId: `quote:nexus:${ctx.requestId}`,
         workflowIdConflictPolicy: 'USE_EXISTING',
+        workflowIdReusePolicy: 'REJECT_DUPLICATE',
         args: [parsed],
         staticSummary: `quote · ${parsed.destinations.length} stop(s)${parsed.is_food ? ' · food' : ''} · nexus`,
         priority: deliveryPriority(parsed.is_food),
