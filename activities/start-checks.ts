@@ -18,14 +18,15 @@ export interface StartCheckActivities {
 
 /**
  * `notifyEndpoints`: the endpoint names this worker's configuration has (DELIVERY_NOTIFY_ENDPOINTS);
- * a start naming another is refused before anything is quoted or created.
+ * a start naming another is refused before anything is quoted or created. Left out (a check made
+ * where the configuration is not known), the workflow's own start check decides.
  */
-export function deliveryInputIssues(input: unknown, nowMs: number, notifyEndpoints: ReadonlySet<string> = new Set()): FieldIssue[] {
+export function deliveryInputIssues(input: unknown, nowMs: number, notifyEndpoints?: ReadonlySet<string>): FieldIssue[] {
   const parsed = DeliveryWorkflowInputSchema.safeParse(input);
   if (!parsed.success) return fieldIssues(parsed.error).map((i) => (i.field === '(body)' ? { ...i, field: 'input' } : i));
   const issues = pickupTimeIssues(parsed.data.order.desired_pickup_time, nowMs).map((i) => ({ ...i, field: `order.${i.field}` }));
   const endpoint = parsed.data.notify?.endpoint;
-  if (endpoint !== undefined && !notifyEndpoints.has(endpoint)) {
+  if (endpoint !== undefined && notifyEndpoints !== undefined && !notifyEndpoints.has(endpoint)) {
     const known = notifyEndpoints.size > 0 ? `configured: ${[...notifyEndpoints].join(', ')}` : 'none is configured';
     issues.push({ field: 'notify.endpoint', message: `no notification endpoint named ${endpoint} (${known}; the operator sets DELIVERY_NOTIFY_ENDPOINTS)` });
   }

@@ -9,6 +9,7 @@ import { workflowContractRegistry } from './schemas';
 import { NON_RETRYABLE_PROVIDER_FAILURES, PROVIDER_FAILURE_TYPES, WORKFLOW_FAILURE_TYPES } from './failures';
 import { DELIVERY_SEARCH_ATTRIBUTES } from './search-attributes';
 import { DEFAULT_TASK_QUEUE } from './task-queues';
+import { nexusServiceDocument } from '../nexus/schemas';
 
 type Json = Record<string, unknown>;
 const ref = (id: string): Json => ({ $ref: `#/$defs/${id}` });
@@ -70,6 +71,8 @@ export function workflowContractDocument(): Json {
         ),
       },
     },
+    // The same operations for callers in another namespace, through a Nexus endpoint (nexus/service.ts).
+    'x-temporal-nexus': nexusServiceDocument(ref),
     $defs: definitions(),
   };
 }

@@ -21,6 +21,7 @@ import { TemporalCluster, assertPortsFree, clusterPortList, defaultClusterPorts 
 import { ensureServerTools } from './cluster/tools';
 import { ensureTemporalCli } from './temporal-cli';
 import { localStack } from './processes';
+import { setUpLocalNexus } from './nexus-setup';
 
 const root = join(__dirname, '..');
 const dataDir = join(root, '.data');
@@ -86,6 +87,8 @@ async function main(): Promise<void> {
   });
   cluster.onUnexpectedExit = (name, detail) => services.exited(name, detail.split('\n')[0]!);
   await cluster.start();
+  // Order systems in their own namespace call the deliveries through Nexus (examples/nexus-order-system).
+  await setUpLocalNexus(cluster.address, cluster.namespace, log);
 
   const temporalEnv = { TEMPORAL_ADDRESS: cluster.address, TEMPORAL_NAMESPACE: cluster.namespace, DELIVERY_PAYLOAD_KEYS: payloadKeys };
   await services.start(

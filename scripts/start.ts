@@ -18,6 +18,7 @@ import { z } from 'zod';
 import { ensureTemporalCli } from './temporal-cli';
 import { describeEndpoints, notifyConfigFromEnv } from '../notifications/config';
 import { localStack } from './processes';
+import { setUpLocalNexus } from './nexus-setup';
 import { startDevServer, type DevServer } from './temporal-dev-server';
 
 const root = join(__dirname, '..');
@@ -72,6 +73,8 @@ async function main(): Promise<void> {
     dbFilename: join(dataDir, 'temporal.db'),
     extraArgs: ['--ui-codec-endpoint', CODEC_URL],
   });
+  // Order systems in their own namespace call the deliveries through Nexus (examples/nexus-order-system).
+  await setUpLocalNexus(devServer.address, devServer.namespace, log);
 
   // The signing secret(s): DELIVERY_WEBHOOK_SECRETS when set (the simulator signs with the
   // first, the bridge accepts them all), else the local sandbox's, kept with the data so webhooks
@@ -109,6 +112,7 @@ async function main(): Promise<void> {
   log(`  notifications    endpoints: ${notifyEndpoints} (DELIVERY_NOTIFY_ENDPOINTS); order workflows by signal: notify.workflowId`);
   log('try, in another terminal:');
   log('  npx delivery create --reference DEMO-1 --order docs/examples/order.json --watch');
+  log('  npx tsx examples/nexus-order-system/main.ts   (an order workflow in namespace orders, through Nexus)');
   log('Ctrl-C stops everything; data stays in .data/');
 }
 

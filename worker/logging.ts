@@ -2,7 +2,7 @@ import type { Logger, LogLevel, LogMetadata } from '@temporalio/worker';
 
 /**
  * The SDK notes, once per worker, that it polls no workflow tasks (a warning) or no Nexus tasks.
- * The provider-call workers are activity-only and none serves Nexus, by design: on a healthy
+ * The provider-call workers are activity-only and only the workflow worker serves Nexus, by design: on a healthy
  * start those notices are debug.
  */
 export class ExpectedNoticesAtDebug implements Logger {

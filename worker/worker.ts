@@ -20,6 +20,7 @@ import type { NotifyConfig } from '../notifications/config';
 import { DEFAULT_RETRY_SCHEDULE } from '../notifications/retry-schedule';
 import type { CallFamily } from '../provider/limits';
 import { gateTaskQueue, notificationsTaskQueue, providerTaskQueues } from '../contract/task-queues';
+import { deliveriesServiceHandler } from '../nexus/handlers';
 import { DEFAULT_PACING, taskQueueRatePerSecond, type PacingSettings } from './pacing-config';
 
 export interface DeliveryWorkerOptions {
@@ -84,6 +85,7 @@ export async function createDeliveryWorkers(o: DeliveryWorkerOptions): Promise<D
     taskQueue: o.taskQueue,
     workflowBundle,
     activities: { ...gateActivities, ...createStartCheckActivities(new Set(notify.endpoints.keys())) },
+    nexusServices: [deliveriesServiceHandler], // the Nexus service `deliveries` (nexus/handlers.ts)
     maxCachedWorkflows: o.maxCachedWorkflows,
     maxConcurrentWorkflowTaskExecutions: o.maxConcurrentWorkflowTasks ?? DEFAULT_MAX_CONCURRENT_WORKFLOW_TASKS,
     stickyQueueScheduleToStartTimeout: o.stickyQueueTimeoutMs ?? DEFAULT_STICKY_QUEUE_TIMEOUT_MS,

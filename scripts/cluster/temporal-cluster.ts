@@ -4,14 +4,16 @@
  * matching and one worker service, each a separate `temporal-server start --service <name>`
  * process with its own gRPC and membership ports, all rendered from deploy/temporal-cluster.yaml
  * and reading deploy/temporal-dynamic-config.yaml. The `default` namespace and the project's
- * search attributes are registered with the Temporal CLI; the Web UI server is optional.
+ * search attributes are registered with the Temporal CLI; the Web UI server is optional. Nexus
+ * (the service `deliveries`, nexus/) works as server 1.29.1 needs it: the frontend's HTTP port
+ * (deploy/temporal-cluster.yaml) and the callback settings in this cluster's dynamic config.
  *
  * Used by `npm run cluster` (scripts/cluster.ts), the `cluster` test project and the limits bench.
  * Every process can be killed and started again on the same ports (the fault tests do).
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -131,6 +133,8 @@ export class TemporalCluster {
   private readonly dbUser = 'temporal';
   private readonly dbPassword: string;
   private readonly processes = new Map<string, ServiceProcess>();
+  /** deploy/temporal-dynamic-config.yaml plus this cluster's Nexus settings, which name its ports. */
+  private readonly dynamicConfigFile: string;
   /** Processes that exit while this is false were not stopped by us. */
   private stopping = false;
   /** Called when a process exits without being told to (`npm run cluster` stops everything). */
@@ -150,6 +154,8 @@ export class TemporalCluster {
       log: o.log,
       output: (line) => o.output?.('postgresql', line),
     });
+    this.dynamicConfigFile = join(o.dataDir, 'temporal-dynamic-config.yaml');
+    writeFileSync(this.dynamicConfigFile, readFileSync(DYNAMIC_CONFIG, 'utf8') + nexusDynamicConfig(o.ports.frontendHttp));
   }
 
   /** Every port this cluster listens on, with what it is for. */
@@ -200,7 +206,7 @@ export class TemporalCluster {
       TEMPORAL_DB_PASSWORD: this.dbPassword,
       TEMPORAL_BIND_IP: '127.0.0.1',
       TEMPORAL_BROADCAST_ADDRESS: '127.0.0.1',
-      TEMPORAL_DYNAMIC_CONFIG_FILE: DYNAMIC_CONFIG,
+      TEMPORAL_DYNAMIC_CONFIG_FILE: this.dynamicConfigFile,
       TEMPORAL_FRONTEND_GRPC_PORT: String(p.frontend),
       TEMPORAL_FRONTEND_HTTP_PORT: String(p.frontendHttp),
       TEMPORAL_FRONTEND_MEMBERSHIP_PORT: String(p.frontendMembership),
@@ -358,6 +364,29 @@ export class TemporalCluster {
 }
 
 const expectedExits = new WeakSet<ChildProcess>();
+
+/**
+ * What server 1.29.1 needs for Nexus besides the frontend's HTTP port: Nexus on, the URL a
+ * handler calls back when an asynchronous operation ends (the frontend's HTTP API; for calls
+ * between namespaces of one cluster the server resolves it through membership), and that URL's
+ * address allowed as a callback target (plain HTTP, loopback only).
+ */
+export function nexusDynamicConfig(frontendHttpPort: number): string {
+  const address = `127.0.0.1:${frontendHttpPort}`;
+  return [
+    '',
+    '# Nexus, added by scripts/cluster/temporal-cluster.ts for this cluster\'s frontend HTTP port.',
+    'system.enableNexus:',
+    '  - value: true',
+    'component.nexusoperations.callback.endpoint.template:',
+    `  - value: "http://${address}/namespaces/{{.NamespaceName}}/nexus/callback"`,
+    'component.callbacks.allowedAddresses:',
+    '  - value:',
+    `      - Pattern: "${address}"`,
+    '        AllowInsecure: true',
+    '',
+  ].join('\n');
+}
 
 /** Every port a cluster with these ports listens on, with what it is for. */
 export function clusterPortList(p: ClusterPorts): { port: number; what: string }[] {

@@ -20,6 +20,7 @@ function validInput() {
 function validator(def: string) {
   const ajv = new Ajv2020({ allErrors: true, validateFormats: false });
   ajv.addKeyword('x-temporal-workflow');
+  ajv.addKeyword('x-temporal-nexus');
   ajv.addSchema(checkedIn);
   const validate = ajv.getSchema(`${checkedIn.$id}#/$defs/${def}`);
   if (!validate) throw new Error(`no definition ${def}`);

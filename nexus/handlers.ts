@@ -1,0 +1,164 @@
+/**
+ * The Nexus service `deliveries` (nexus/service.ts), served by the delivery worker on its
+ * workflow task queue. Each operation does what the client library does, with the same checks
+ * and failure types as the workflow:
+ *  - a bad input never reaches a workflow: a non-retryable BAD_REQUEST handler error caused by
+ *    the ApplicationFailure `InvalidDeliveryInput`, its details[0] the `{ field, message }` list;
+ *  - createDelivery is backed by the delivery workflow itself (WorkflowRunOperationHandler), so
+ *    its result is the workflow's and cancelling the operation cancels the workflow;
+ *  - the synchronous operations call the query and updates through the worker's client; a refused
+ *    update fails the operation with the workflow's own failure as its cause.
+ */
+import * as nexus from 'nexus-rpc';
+import { getClient, operationInfo, startWorkflow, WorkflowRunOperationHandler } from '@temporalio/nexus';
+import { WorkflowExecutionAlreadyStartedError, WorkflowFailedError, WorkflowNotFoundError, WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
+import { ApplicationFailure, TypedSearchAttributes } from '@temporalio/common';
+import type { z } from 'zod';
+import { deliveryInputIssues } from '../activities/start-checks';
+import { WORKFLOW_FAILURE_TYPES } from '../contract/failures';
+import { approveQuoteUpdate, rejectQuoteUpdate, statusQuery, updateDeliveryUpdate } from '../contract/delivery-messages';
+import type { DeliveryState } from '../contract/delivery-types';
+import { DeliveryOrderSchema } from '../contract/schemas';
+import { deliveryPriority } from '../contract/priorities';
+import * as SearchAttributes from '../contract/search-attributes';
+import { deliveryWorkflowId } from '../contract/workflow-ids';
+import type { FieldIssue } from '../provider/schemas';
+import { describeIssues, fieldIssues } from '../provider/validation';
+import { deliveryStaticDetails, deliverySummary } from '../workflows/details';
+import type { delivery, quoteOnly } from '../workflows/delivery';
+import { DeliveryReferenceInputSchema, RejectQuoteInputSchema, UpdateDeliveryInputSchema } from './schemas';
+import { deliveriesService, type CreateDeliveryInput } from './service';
+
+/** The failure type of a createDelivery whose reference was used already (a reference is used once, ever). */
+export const DELIVERY_ALREADY_STARTED = 'DeliveryAlreadyStarted';
+
+/** Bad input: nothing was started or changed; the cause carries the workflow's own failure type and the issues. */
+function invalidInput(issues: FieldIssue[]): nexus.HandlerError {
+  const message = `invalid delivery input, nothing was quoted or created: ${describeIssues(issues)}`;
+  const cause = ApplicationFailure.create({ type: WORKFLOW_FAILURE_TYPES.invalidInput, message, nonRetryable: true, details: [issues] });
+  return new nexus.HandlerError('BAD_REQUEST', message, { cause, retryableOverride: false });
+}
+
+/** The input parsed with the schema, or the BAD_REQUEST error naming each field (`prefix` before each path). */
+function parse<T extends z.ZodType>(schema: T, input: unknown, prefix = ''): z.output<T> {
+  const parsed = schema.safeParse(input);
+  if (parsed.success) return parsed.data;
+  throw invalidInput(fieldIssues(parsed.error).map((i) => ({ ...i, field: i.field === '(body)' ? prefix.replace(/\.$/, '') || 'input' : prefix + i.field })));
+}
+
+/** The failure type of an update or cancel sent to a delivery whose workflow has ended. */
+export const DELIVERY_ENDED = 'DeliveryEnded';
+
+/**
+ * Runs `fn` on the delivery's workflow. An unknown reference is NOT_FOUND; a delivery whose
+ * workflow has ended (updates and cancellation need a running one) fails the operation with
+ * DeliveryEnded; a refused update fails it with the workflow's failure as cause.
+ */
+async function onDelivery<T>(reference: string, fn: (h: WorkflowHandle) => Promise<T>): Promise<T> {
+  const handle = getClient().workflow.getHandle(deliveryWorkflowId(reference));
+  try {
+    return await fn(handle);
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) {
+      const ended = await handle.describe().then(
+        (d) => d.status.name,
+        () => undefined,
+      );
+      if (ended === undefined) throw new nexus.HandlerError('NOT_FOUND', `no delivery with reference ${reference}`, { retryableOverride: false });
+      const cause = ApplicationFailure.create({ type: DELIVERY_ENDED, message: `the delivery ${reference} has ended (its workflow is ${ended}): the status operation says how`, nonRetryable: true });
+      throw new nexus.OperationError('failed', cause.message, { cause });
+    }
+    if (err instanceof WorkflowUpdateFailedError) throw new nexus.OperationError('failed', err.cause?.message ?? err.message, { cause: err.cause });
+    throw err;
+  }
+}
+
+/** createDelivery's check: the workflow's own (its first task would refuse the same), before anything starts. */
+export function checkCreateDelivery(input: CreateDeliveryInput, nowMs = Date.now()): void {
+  const issues = deliveryInputIssues(input, nowMs);
+  if (issues.length > 0) throw invalidInput(issues);
+}
+
+/** The first ApplicationFailure in a failure's cause chain: the reason a person needs. */
+function applicationCause(err: unknown): Error | undefined {
+  let cause = err;
+  while (cause instanceof Error && !(cause instanceof ApplicationFailure)) cause = cause.cause;
+  return cause instanceof ApplicationFailure ? cause : undefined;
+}
+
+export const deliveriesServiceHandler = nexus.serviceHandler(deliveriesService, {
+  async quote(ctx, order) {
+    const parsed = parse(DeliveryOrderSchema, order, 'order.');
+    try {
+      // The Nexus request ID names the quote: a request retried (a sync call has seconds, a quote
+      // may wait longer for its slot) waits for the same quote, running or done, instead of asking for another.
+      return await getClient().workflow.execute<typeof quoteOnly>('quoteOnly', {
+        taskQueue: operationInfo().taskQueue,
+        workflowId: `quote:nexus:${ctx.requestId}`,
+        workflowIdConflictPolicy: 'USE_EXISTING',
+        workflowIdReusePolicy: 'REJECT_DUPLICATE',
+        args: [parsed],
+        staticSummary: `quote · ${parsed.destinations.length} stop(s)${parsed.is_food ? ' · food' : ''} · nexus`,
+        priority: deliveryPriority(parsed.is_food),
+      });
+    } catch (err) {
+      if (err instanceof WorkflowExecutionAlreadyStartedError) return getClient().workflow.getHandle<typeof quoteOnly>(`quote:nexus:${ctx.requestId}`).result();
+      if (err instanceof WorkflowFailedError) throw new nexus.OperationError('failed', applicationCause(err)?.message ?? err.message, { cause: applicationCause(err) ?? err.cause });
+      throw err;
+    }
+  },
+
+  createDelivery: new WorkflowRunOperationHandler(async (ctx, input: CreateDeliveryInput) => {
+    checkCreateDelivery(input);
+    try {
+      return await startWorkflow<typeof delivery>(ctx, 'delivery', {
+        workflowId: deliveryWorkflowId(input.reference),
+        args: [input],
+        // As the client library starts it (client/delivery-client.ts): a reference is used once, ever.
+        workflowIdReusePolicy: 'REJECT_DUPLICATE',
+        typedSearchAttributes: new TypedSearchAttributes([
+          { key: SearchAttributes.OrderReference, value: input.reference },
+          { key: SearchAttributes.IsFood, value: input.order.is_food },
+          { key: SearchAttributes.DestinationCount, value: input.order.destinations.length },
+        ]),
+        staticSummary: deliverySummary(input),
+        staticDetails: deliveryStaticDetails(input),
+        priority: deliveryPriority(input.order.is_food),
+      });
+    } catch (err) {
+      if (err instanceof WorkflowExecutionAlreadyStartedError) {
+        const cause = ApplicationFailure.create({ type: DELIVERY_ALREADY_STARTED, message: `a delivery with reference ${input.reference} exists already: a reference is used once`, nonRetryable: true });
+        throw new nexus.OperationError('failed', cause.message, { cause });
+      }
+      throw err;
+    }
+  }),
+
+  async status(_ctx, input) {
+    const { reference } = parse(DeliveryReferenceInputSchema, input);
+    return onDelivery(reference, (h) => h.query(statusQuery));
+  },
+
+  async approveQuote(_ctx, input) {
+    const { reference } = parse(DeliveryReferenceInputSchema, input);
+    return onDelivery(reference, (h) => h.executeUpdate(approveQuoteUpdate));
+  },
+
+  async rejectQuote(_ctx, input) {
+    const { reference, reason } = parse(RejectQuoteInputSchema, input);
+    return onDelivery(reference, (h) => h.executeUpdate(rejectQuoteUpdate, { args: [reason ?? 'rejected'] }));
+  },
+
+  async updateDelivery(_ctx, input) {
+    const { reference, update } = parse(UpdateDeliveryInputSchema, input);
+    return onDelivery(reference, (h) => h.executeUpdate(updateDeliveryUpdate, { args: [update] }));
+  },
+
+  async cancel(_ctx, input): Promise<DeliveryState> {
+    const { reference } = parse(DeliveryReferenceInputSchema, input);
+    return onDelivery(reference, async (h) => {
+      await h.cancel();
+      return h.query(statusQuery);
+    });
+  },
+});

@@ -1,0 +1,59 @@
+/**
+ * The Nexus service's inputs as zod schemas, checked by its handlers (nexus/handlers.ts) and
+ * described in docs/workflow-contract.json under `x-temporal-nexus` (`npm run workflow-schema`).
+ * The operations reuse the workflow's own schemas: createDelivery takes DeliveryWorkflowInput, the
+ * others return DeliveryState as the query and the updates do. Not for workflow code (zod).
+ */
+import { z } from 'zod';
+import { ReferenceNumber, UpdateDeliveryRequestSchema } from '../provider/schemas';
+import { RejectReasonSchema, workflowContractRegistry } from '../contract/schemas';
+import { DELIVERIES_SERVICE, type DeliveryReferenceInput, type RejectQuoteInput, type UpdateDeliveryInput } from './service';
+
+const reference = ReferenceNumber.meta({ description: 'The reference the delivery was created with (its workflow is `delivery:<reference>`).' });
+
+export const DeliveryReferenceInputSchema = z.object({ reference }).strict();
+workflowContractRegistry.add(DeliveryReferenceInputSchema, { id: 'NexusDeliveryReference', description: 'The input of the Nexus operations status, approveQuote and cancel.' });
+
+export const RejectQuoteInputSchema = z.object({ reference, reason: RejectReasonSchema.optional() }).strict();
+workflowContractRegistry.add(RejectQuoteInputSchema, { id: 'NexusRejectQuoteInput', description: 'The input of the Nexus operation rejectQuote; reason defaults to "rejected".' });
+
+export const UpdateDeliveryInputSchema = z.object({ reference, update: UpdateDeliveryRequestSchema }).strict();
+workflowContractRegistry.add(UpdateDeliveryInputSchema, { id: 'NexusUpdateDeliveryInput', description: 'The input of the Nexus operation updateDelivery.' });
+
+type Json = Record<string, unknown>;
+
+/** The `x-temporal-nexus` section of docs/workflow-contract.json. */
+export function nexusServiceDocument(ref: (id: string) => Json): Json {
+  const sync = (input: Json, output: Json, does: string) => ({ kind: 'synchronous', input, output, does });
+  return {
+    service: DELIVERIES_SERVICE,
+    endpoint: 'any name; `npm start` and `npm run cluster` create `deliveries` targeting the worker\'s namespace and task queue (DELIVERY_TASK_QUEUE)',
+    failures:
+      'A bad input is a non-retryable BAD_REQUEST handler error caused by the ApplicationFailure InvalidDeliveryInput (details[0] is [{ field, message }]); ' +
+      'an unknown reference a non-retryable NOT_FOUND handler error; an update or cancel for a delivery whose workflow has ended a failed operation caused by DeliveryEnded; a refused update, a failed quote, or a delivery workflow that fails (QuoteRejected, QuoteApprovalTimedOut, ...), a failed operation caused by the workflow\'s failure (same types as the workflow); ' +
+      'a cancelled delivery a cancelled operation. Failure messages and details are encrypted like every payload when the deployment sets DELIVERY_PAYLOAD_KEYS: callers need the same codec (docs/payload-encryption.md).',
+    operations: {
+      quote: sync(ref('DeliveryOrder'), ref('CarriedQuote'), 'a price for the order through the same paced path as a delivery\'s quote; creates nothing; pass it as createDelivery\'s quote (no fingerprint, so not carried, when the worker paces by task queue instead of the gate)'),
+      createDelivery: {
+        kind: 'asynchronous (backed by the workflow `delivery:<reference>`)',
+        input: ref('DeliveryWorkflowInput'),
+        output: ref('DeliveryState'),
+        does: 'starts the delivery workflow; the result is the delivery\'s final state once it ends. Cancelling the operation cancels the workflow: nothing created, cancelled at the provider, or the provider\'s refusal recorded and the delivery followed to its end. A reference already used fails the operation with DeliveryAlreadyStarted.',
+      },
+      status: sync(ref('NexusDeliveryReference'), ref('DeliveryState'), 'the status query'),
+      approveQuote: sync(ref('NexusDeliveryReference'), ref('DeliveryState'), 'the approveQuote update (while awaiting approval)'),
+      rejectQuote: sync(ref('NexusRejectQuoteInput'), ref('DeliveryState'), 'the rejectQuote update (while awaiting approval)'),
+      updateDelivery: sync(ref('NexusUpdateDeliveryInput'), ref('DeliveryState'), 'the updateDelivery update (while CREATED or ASSIGNED)'),
+      cancel: sync(ref('NexusDeliveryReference'), ref('DeliveryState'), 'requests the workflow\'s cancellation and returns the state as it is then; cancellation says how it ended once settled'),
+    },
+  };
+}
+
+// The schemas and the service's types must stay the same shape.
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const sameShapes: [
+  Same<z.output<typeof DeliveryReferenceInputSchema>, DeliveryReferenceInput>,
+  Same<z.output<typeof RejectQuoteInputSchema>, RejectQuoteInput>,
+  Same<z.output<typeof UpdateDeliveryInputSchema>, UpdateDeliveryInput>,
+] = [true, true, true];
+void sameShapes;
