@@ -2,3 +2,4 @@
 export { DeliveryClient, DeliveryNotFoundError, DeliveryRequestRejectedError, InvalidInputError } from './delivery-client';
 export type { StartOptions, StartedDelivery, DeliverySummary, WatchUpdate } from './delivery-client';
 export type { DeliveryOrder, DeliveryState, DeliveryResult, TimelineEntry } from '../contract/delivery-types';
+export type { Price, Quote, UpdateDeliveryRequest, FieldIssue } from '../provider/schemas';
