@@ -2,4 +2,3 @@
 export { DeliveryClient, DeliveryNotFoundError, DeliveryRequestRejectedError, InvalidInputError } from './delivery-client';
 export type { StartOptions, StartedDelivery, DeliverySummary, WatchUpdate } from './delivery-client';
 export type { DeliveryOrder, DeliveryState, DeliveryResult, TimelineEntry } from '../contract/delivery-types';
-export type { Price, Quote, UpdateDeliveryRequest, FieldIssue } from '../provider/schemas';

@@ -7,7 +7,7 @@
  * payload encryption on as `npm start` sets it up.
  */
 import { execFile, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { promisify } from 'node:util';
@@ -26,6 +26,7 @@ const keys = generatePayloadKey('pkg1');
 let stack: Stack;
 /** The order system's directory: an empty project that installed the tarball. */
 let app: string;
+let packs: string;
 let env: NodeJS.ProcessEnv;
 let seq = 0;
 
@@ -58,9 +59,9 @@ main(process.argv.slice(2)).catch((err) => {
 `;
 
 /** The same use, typed: compiles only if the declarations carry the real types. */
-const TYPED = `import { DeliveryClient, InvalidInputError, type DeliveryOrder, type DeliveryResult, type DeliveryState, type Price } from '@delivery-orchestrator/client';
+const TYPED = `import { DeliveryClient, InvalidInputError, type DeliveryOrder, type DeliveryResult, type DeliveryState, type StartOptions } from '@delivery-orchestrator/client';
 
-export async function deliver(client: DeliveryClient, order: DeliveryOrder, reference: string, maxPrice?: Price): Promise<DeliveryResult> {
+export async function deliver(client: DeliveryClient, order: DeliveryOrder, reference: string, maxPrice?: StartOptions['maxPrice']): Promise<DeliveryResult> {
   const started = await client.startDelivery(order, { reference, maxPrice });
   const already: boolean = started.alreadyStarted;
   void already;
@@ -131,7 +132,7 @@ beforeAll(async () => {
   const [built] = await Promise.all([
     (async () => {
       // Once per file: pack (prepack builds dist/), then install the tarball as an order system would.
-      const packs = mkdtempSync(join(tmpdir(), 'client-pack-'));
+      packs = mkdtempSync(join(tmpdir(), 'client-pack-'));
       const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', packs], { cwd: PACKAGE_DIR, timeout: 120_000 });
       const tarball = join(packs, (JSON.parse(stdout) as { filename: string }[])[0]!.filename);
       const dir = mkdtempSync(join(tmpdir(), 'order-system-'));
@@ -156,7 +157,10 @@ beforeAll(async () => {
   // Plain node: nothing may load tsx or another transpiler through the environment.
   delete env.NODE_OPTIONS;
 }, 300_000);
-afterAll(() => stack?.stop());
+afterAll(async () => {
+  await stack?.stop();
+  for (const d of [app, packs]) if (d) rmSync(d, { recursive: true, force: true });
+});
 
 describe('the client package installed by an order system', () => {
   it('is outside this repository and brings the client and its runtime dependencies, not the worker, tsx or test tools', () => {
@@ -170,6 +174,11 @@ describe('the client package installed by an order system', () => {
     for (const absent of ['tsx', 'esbuild', '@temporalio/worker', '@temporalio/core-bridge', '@temporalio/testing', 'jest', 'typescript', 'prom-client']) {
       expect([absent, existsSync(join(app, 'node_modules', absent))]).toEqual([absent, false]);
     }
+  });
+
+  it('loads from an ES module as well', async () => {
+    const { stdout } = await run(process.execPath, ['--input-type=module', '-e', "import { DeliveryClient, InvalidInputError } from '@delivery-orchestrator/client'; console.log(typeof DeliveryClient.connect, typeof InvalidInputError);"], { cwd: app, env });
+    expect(stdout.trim()).toBe('function function');
   });
 
   it('typechecks a TypeScript order system against the shipped declarations (and refuses misuse)', async () => {
