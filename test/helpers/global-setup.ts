@@ -1,6 +1,6 @@
 /**
  * Starts one Temporal dev server (in memory, headless, bound to 127.0.0.1) for the `temporal`
- * test project, building the Temporal CLI first if it is not on this machine yet. Test files
+ * test project, downloading (or building) the Temporal CLI first if it is not on this machine yet. Test files
  * reach it through TEMPORAL_ADDRESS / TEMPORAL_NAMESPACE (see temporal.ts).
  */
 import { ensureTemporalCli } from '../../scripts/temporal-cli';
