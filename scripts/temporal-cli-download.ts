@@ -6,7 +6,8 @@
  * download service, a mirror nor anything in between can hand over another binary.
  *
  * TEMPORAL_CLI_DOWNLOAD_URL replaces the service's address (a mirror that answers the same
- * request; the tests' local server); `off` skips the download.
+ * request or serves `<url>/archive/<version>?platform=&arch=`; the tests' local server); `off`
+ * skips the download.
  */
 import { createHash } from 'node:crypto';
 import { chmodSync, closeSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
@@ -86,15 +87,9 @@ export async function downloadTemporalCli(o: DownloadOptions): Promise<void> {
   const archive = join(o.workDir, `.download-${process.pid}.tar.gz`);
   const staging = join(o.workDir, `.extract-${process.pid}`);
   try {
-    const infoUrl = `${base}/${encodeURIComponent(o.version)}?${new URLSearchParams({ arch: where.arch, platform: where.platform, format: 'tar.gz' })}`;
     o.log?.(`[temporal-cli] downloading the Temporal CLI ${o.version} for ${where.platform}/${where.arch} (via ${base})`);
-    const infoResponse = await fetch(infoUrl, { dispatcher }).catch((err: unknown) => Promise.reject(networkError(infoUrl, err)));
-    if (!infoResponse.ok) throw new Error(`${infoUrl} answered ${infoResponse.status}`);
-    const parsed = DownloadInfoSchema.safeParse(await infoResponse.json().catch(() => undefined));
-    if (!parsed.success) throw new Error(`${infoUrl} did not answer { archiveUrl, fileToExtract }: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(body)'}: ${i.message}`).join('; ')}`);
-    const { archiveUrl, fileToExtract } = parsed.data;
-
-    const actual = await fetchToFile(archiveUrl, archive, dispatcher);
+    const { archiveUrl, fileToExtract, asked } = await locateArchive(base, o.version, where, dispatcher);
+    const actual = await fetchToFile(archiveUrl, archive, dispatcher).catch((err: Error) => Promise.reject(asked ? new Error(`${asked}; ${err.message}`) : err));
     if (actual !== expected) {
       throw new DownloadRefusedError(`refused ${archiveUrl}: its sha256 is ${actual}, the ${o.version} ${key} release archive's is ${expected}`);
     }
@@ -113,10 +108,41 @@ export async function downloadTemporalCli(o: DownloadOptions): Promise<void> {
   }
 }
 
+/**
+ * Where the archive is: the SDK's question first; where the service answers it with an error or
+ * something else than `{ archiveUrl, fileToExtract }` (a version it does not know by that name, a
+ * mirror that only holds archives), the archive address the CLI's install instructions give,
+ * `<base>/archive/<version>?platform=&arch=`. Either way the pinned digest decides. An unreachable
+ * service is not asked twice. `asked` says why the first answer was not used.
+ */
+async function locateArchive(
+  base: string,
+  version: string,
+  where: { platform: string; arch: string },
+  dispatcher: EnvHttpProxyAgent,
+): Promise<{ archiveUrl: string; fileToExtract: string; asked?: string }> {
+  const infoUrl = `${base}/${encodeURIComponent(version)}?${new URLSearchParams({ arch: where.arch, platform: where.platform, format: 'tar.gz' })}`;
+  const res = await fetch(infoUrl, { dispatcher }).catch((err: unknown) => Promise.reject(networkError(infoUrl, err)));
+  let asked: string;
+  if (res.ok) {
+    const parsed = DownloadInfoSchema.safeParse(await res.json().catch(() => undefined));
+    if (parsed.success) return parsed.data;
+    asked = `${infoUrl} did not answer { archiveUrl, fileToExtract } (${parsed.error.issues.map((i) => `${i.path.join('.') || '(body)'}: ${i.message}`).join('; ')})`;
+  } else {
+    await res.body?.cancel();
+    asked = `${infoUrl} answered ${res.status}`;
+  }
+  const archiveUrl = `${base}/archive/${encodeURIComponent(version)}?${new URLSearchParams({ platform: where.platform, arch: where.arch })}`;
+  return { archiveUrl, fileToExtract: 'temporal', asked };
+}
+
 /** Streams the body into `file` and returns its SHA-256 (hex). */
 async function fetchToFile(url: string, file: string, dispatcher: EnvHttpProxyAgent): Promise<string> {
   const res = await fetch(url, { dispatcher }).catch((err: unknown) => Promise.reject(networkError(url, err)));
-  if (!res.ok || !res.body) throw new Error(`${url} answered ${res.status}`);
+  if (!res.ok || !res.body) {
+    await res.body?.cancel();
+    throw new Error(`${url} answered ${res.status}`);
+  }
   const hash = createHash('sha256');
   const fd = openSync(file, 'w');
   let size = 0;

@@ -51,7 +51,7 @@ beforeAll(async () => {
       // Release assets are served through a redirect, as GitHub's are.
       res.writeHead(302, { location: `/objects/${ARCHIVE_NAME}` });
       res.end();
-    } else if (url.pathname === `/objects/${ARCHIVE_NAME}`) {
+    } else if (url.pathname === `/objects/${ARCHIVE_NAME}` || (url.pathname === `/mirror/archive/${TEMPORAL_CLI_VERSION}` && url.search === `?platform=${here.platform}&arch=${here.arch}`)) {
       res.writeHead(200, { 'content-type': 'application/gzip', 'content-length': archive.length });
       res.end(archive);
     } else {
@@ -100,6 +100,16 @@ describe('the Temporal CLI, downloaded where none is found', () => {
     requests = [];
     expect(await ensureTemporalCli((l) => m.log.push(l), m.env)).toBe(cli);
     expect(requests).toEqual([]);
+  });
+
+  it('takes the archive from the address of the install instructions where the service does not answer the SDK\'s question (a mirror)', async () => {
+    const m = machine('mirror', { go: true });
+    const cli = await ensureTemporalCli((l) => m.log.push(l), { ...m.env, TEMPORAL_CLI_DOWNLOAD_URL: `${server.url}/mirror` }, { sha256: { [`${here.platform}_${here.arch}`]: archiveSha } });
+    expect(run(cli)).toBe('temporal version 1.5.1 (from the release archive)');
+    expect(requests).toEqual([
+      `/mirror/${TEMPORAL_CLI_VERSION}?arch=${here.arch}&platform=${here.platform}&format=tar.gz`, // 404 here
+      `/mirror/archive/${TEMPORAL_CLI_VERSION}?platform=${here.platform}&arch=${here.arch}`,
+    ]);
   });
 
   it('refuses an archive whose SHA-256 is not the release\'s, says so in one line, and builds with Go instead', async () => {
