@@ -2,7 +2,7 @@
  * Downloads the official Temporal CLI release archive, as the SDK's own test server does
  * (sdk-core `ephemeral_server`: `GET https://temporal.download/cli/<version>?arch=&platform=&format=`
  * answers `{ archiveUrl, fileToExtract }`), and accepts it only when its SHA-256 is the one pinned
- * here for that release and platform. The SDK checks nothing; a pinned checksum means neither the
+ * here for that release and platform. The SDK checks no digest; a pinned one means neither the
  * download service, a mirror nor anything in between can hand over another binary.
  *
  * TEMPORAL_CLI_DOWNLOAD_URL replaces the service's address (a mirror that answers the same
@@ -22,8 +22,8 @@ export const DEFAULT_DOWNLOAD_URL = 'https://temporal.download/cli';
  * SHA-256 of `temporal_cli_<version>_<platform>_<arch>.tar.gz`, the release archives published at
  * github.com/temporalio/cli/releases (their checksums file is `temporal_cli_1.5.1_checksums.txt`).
  * Read from Hermit's package manifest for the CLI (cashapp/hermit-packages, temporal-cli.hcl), which
- * records each archive's digest when it is first downloaded; three of them also match a second,
- * independent manifest. A new version needs its four lines from the release's checksums file.
+ * pins each archive's digest for its own installs; three of them also match a second, independent
+ * manifest (no internet access on the machine they were pinned from). A new version needs its four lines from the release's checksums file.
  */
 export const PINNED_SHA256: Record<string, Record<string, string>> = {
   'v1.5.1': {
@@ -39,7 +39,7 @@ const CONNECT_TIMEOUT_MS = 5_000;
 const HEADERS_TIMEOUT_MS = 15_000;
 /** Between two chunks of the archive; a slow but moving download is fine. */
 const BODY_TIMEOUT_MS = 30_000;
-/** The real archives are about 30 MB; anything far larger is not one. */
+/** The real archives are a few tens of MB; anything far larger is not one. */
 const MAX_ARCHIVE_BYTES = 200 * 1024 * 1024;
 
 const DownloadInfoSchema = z.object({
