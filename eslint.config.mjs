@@ -2,7 +2,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', 'bench/results/**', 'test/artifacts/**', '.data/**', 'coverage/**'] },
+  { ignores: ['node_modules/**', 'packages/*/dist/**', 'bench/results/**', 'test/artifacts/**', '.data/**', 'coverage/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -1,16 +1,20 @@
 /**
- * Finds the Temporal CLI (dev server and Web UI in one binary), building it only when missing:
+ * Finds the Temporal CLI (dev server and Web UI in one binary), fetching it only when missing:
  *   1. TEMPORAL_CLI_PATH, if set (it must exist);
  *   2. `temporal` on PATH;
- *   3. a cached build in $TEMPORAL_CLI_CACHE_DIR (default ~/.cache/delivery-orchestrator);
- *   4. otherwise `go install github.com/temporalio/cli/cmd/temporal@v1.5.1` into that cache
- *      (later versions carry a `replace` directive that `go install` refuses).
+ *   3. the cached one in $TEMPORAL_CLI_CACHE_DIR (default ~/.cache/delivery-orchestrator);
+ *   4. otherwise the official release archive, downloaded from where the SDK's test server gets
+ *      it and checked against its pinned SHA-256 (scripts/temporal-cli-download.ts), into that
+ *      cache: Node is all a machine with internet access needs;
+ *   5. only when the download fails, `go install github.com/temporalio/cli/cmd/temporal@v1.5.1`
+ *      into that cache (later versions carry a `replace` directive that `go install` refuses).
  * `npm run temporal:ensure` runs this on its own and prints the path.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { accessSync, closeSync, constants, existsSync, mkdirSync, openSync, renameSync, rmSync, statSync, unlinkSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { delimiter, join } from 'node:path';
+import { downloadTemporalCli, type DownloadOptions } from './temporal-cli-download';
 
 export const TEMPORAL_CLI_VERSION = 'v1.5.1';
 const MODULE = `github.com/temporalio/cli/cmd/temporal@${TEMPORAL_CLI_VERSION}`;
@@ -55,33 +59,47 @@ export function findTemporalCli(env: NodeJS.ProcessEnv = process.env): string | 
   return isExecutable(cached) ? cached : undefined;
 }
 
-/** Returns a usable CLI path, building it with Go into the cache if needed (several minutes). */
-export async function ensureTemporalCli(log: Log = (l) => console.error(l), env: NodeJS.ProcessEnv = process.env): Promise<string> {
+/**
+ * Returns a usable CLI path: found, else downloaded and verified (seconds), else built with Go
+ * (several minutes). `download` overrides the download's checksums or platform (tests).
+ */
+export async function ensureTemporalCli(
+  log: Log = (l) => console.error(l),
+  env: NodeJS.ProcessEnv = process.env,
+  download: Pick<DownloadOptions, 'sha256' | 'platform'> = {},
+): Promise<string> {
   const found = findTemporalCli(env);
   if (found) return found;
-
-  const go = onPath('go', env);
-  if (!go) {
-    throw new Error(
-      'The Temporal CLI was not found and Go is not installed to build it.\n' +
-        '  Install one of them:\n' +
-        '  - the Temporal CLI (https://docs.temporal.io/cli), on PATH or named by TEMPORAL_CLI_PATH, or\n' +
-        `  - Go 1.23 or later, and this project builds ${MODULE} itself.`,
-    );
-  }
 
   const dir = temporalCliCacheDir(env);
   mkdirSync(dir, { recursive: true });
   const target = join(dir, 'temporal');
   const lock = join(dir, '.build.lock');
-  // One build at a time: a second caller (tests and `npm start` together) waits for the first.
+  // One download or build at a time: a second caller (tests and `npm start` together) waits for the first.
   while (!tryLock(lock)) {
     if (isExecutable(target)) return target;
-    log(`[temporal-cli] another build is running (${lock}); waiting...`);
+    log(`[temporal-cli] another download or build is running (${lock}); waiting...`);
     await sleep(5_000);
   }
   try {
     if (isExecutable(target)) return target;
+    let downloadFailure: string;
+    try {
+      await downloadTemporalCli({ version: TEMPORAL_CLI_VERSION, target, workDir: dir, env, log, ...download });
+      return target;
+    } catch (err) {
+      downloadFailure = (err as Error).message;
+    }
+    const go = onPath('go', env);
+    if (!go) {
+      throw new Error(
+        `The Temporal CLI was not found, its download failed (${downloadFailure}), and Go is not installed to build it.\n` +
+          '  Install one of them:\n' +
+          '  - the Temporal CLI (https://docs.temporal.io/cli), on PATH or named by TEMPORAL_CLI_PATH, or\n' +
+          `  - Go 1.23 or later, and this project builds ${MODULE} itself.`,
+      );
+    }
+    log(`[temporal-cli] download failed: ${downloadFailure}; building with Go instead`);
     const staging = join(dir, `.staging-${process.pid}`);
     rmSync(staging, { recursive: true, force: true });
     mkdirSync(staging, { recursive: true });

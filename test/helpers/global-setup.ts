@@ -1,7 +1,7 @@
 /**
  * Starts one Temporal dev server (in memory, headless, bound to 127.0.0.1) for the `temporal`
- * test project, building the Temporal CLI first if it is not on this machine yet. Test files
- * reach it through TEMPORAL_ADDRESS / TEMPORAL_NAMESPACE (see temporal.ts).
+ * test project, downloading (or building) the Temporal CLI first if it is not on this machine
+ * yet. Test files reach it through TEMPORAL_ADDRESS / TEMPORAL_NAMESPACE (see temporal.ts).
  */
 import { ensureTemporalCli } from '../../scripts/temporal-cli';
 import { startDevServer, type DevServer } from '../../scripts/temporal-dev-server';
