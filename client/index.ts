@@ -5,3 +5,4 @@ export type { DeliveryOrder, DeliveryState, DeliveryResult, TimelineEntry } from
 export { parseNotification, verifyNotification, NotificationVerificationError } from './notifications';
 export type { NotificationWebhook } from './notifications';
 export type { DeliveryNotification, NotificationType, NotificationChange, NotifySettings } from '../contract/notification-types';
+export type { Price, Quote, UpdateDeliveryRequest, FieldIssue } from '../provider/schemas';
