@@ -100,13 +100,15 @@ func OrderWorkflow(ctx workflow.Context, in OrderInput) (OrderSummary, error) {
 
 		switch n.Type {
 		case "quote.awaiting_approval":
+			var price Price
 			if n.Change.Quote != nil {
-				out.QuotedAmount = n.Change.Quote.Price.Amount
+				price = n.Change.Quote.Price
 			}
+			out.QuotedAmount = price.Amount
 			if !in.ApproveOverMax {
 				continue // it waits; the order system could reject it (update rejectQuote) or cancel
 			}
-			log.Info(fmt.Sprintf("quote %d is over the maximum: approving", out.QuotedAmount), "workflowId", deliveryID)
+			log.Info(fmt.Sprintf("quote %d %s is over the maximum: approving", price.Amount, price.Currency), "workflowId", deliveryID)
 			// A workflow cannot send an update: an activity does, with the client.
 			actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 				StartToCloseTimeout: 30 * time.Second,

@@ -3,8 +3,8 @@
  * and run against a real stack (dev server, workers, simulator with auto-advance, signed webhooks,
  * bridge), payloads encrypted with the same key on both sides. Its order workflow (a Go worker in
  * the same process) starts each delivery as a child workflow and is told every change by signal.
- * Its codec is checked against the format's test vectors with `go test`. Without Go on this
- * machine the tests skip with a message.
+ * `go test` checks its codec against the format's test vectors and its order workflow in Temporal's
+ * Go test environment. Without Go on this machine the tests skip with a message.
  */
 import { execFile, execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync } from 'node:fs';
@@ -69,10 +69,13 @@ describeWithGo('the Go order system example', () => {
     await stack?.stop();
   });
 
-  it('implements the payload codec exactly as the format\'s test vectors say (`go test`)', async () => {
+  it('implements the payload codec exactly as the format\'s test vectors say, and its order workflow counts each notification once (`go test`)', async () => {
     const { stdout } = await run('nice', ['-n', '10', go!, 'test', '-count=1', '-v', '.'], { cwd: EXAMPLE, timeout: 600_000 });
     expect(stdout).toMatch(/--- PASS: TestVectorsEncrypt/);
     expect(stdout).toMatch(/--- PASS: TestVectorsDecrypt/);
+    // The order workflow in Temporal's Go test environment: a signal sent twice counts once, a gap is seen.
+    expect(stdout).toMatch(/--- PASS: TestOrderCountsEachSequenceOnceAndSeesAGap/);
+    expect(stdout).toMatch(/--- PASS: TestOrderCancelsItsDeliveryOnceToldItWasCreated/);
     expect(stdout).not.toMatch(/--- FAIL/);
     expect(stdout).toMatch(/^ok\s/m);
   }, 600_000);
@@ -89,7 +92,7 @@ describeWithGo('the Go order system example', () => {
         ORDER_TASK_QUEUE: uniqueTaskQueue('go-orders'),
         DELIVERY_PAYLOAD_KEYS: keys,
         ORDER_REFERENCE_PREFIX: prefix,
-        // The Go program starts its deliveries itself: no grace after the end (it has its own test).
+        // The Go program starts its deliveries itself: no grace after the end (the grace has its own test).
         DELIVERY_END_GRACE_MS: '0',
       },
       timeout: 240_000,
