@@ -5,6 +5,7 @@ go 1.24
 require (
 	go.temporal.io/api v1.53.0
 	go.temporal.io/sdk v1.37.0
+	google.golang.org/grpc v1.67.1
 	google.golang.org/protobuf v1.36.6
 )
 
@@ -28,6 +29,5 @@ require (
 	golang.org/x/time v0.3.0 // indirect
 	google.golang.org/genproto/googleapis/api v0.0.0-20240827150818-7e3bb234dfed // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20240827150818-7e3bb234dfed // indirect
-	google.golang.org/grpc v1.67.1 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 )
