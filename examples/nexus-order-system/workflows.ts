@@ -9,7 +9,7 @@
  */
 import { CancellationScope, createNexusServiceClient, defineSignal, isCancellation, setHandler } from '@temporalio/workflow';
 import { deliveriesService, type DeliveryReferenceInput, type QuoteOutput, type RejectQuoteInput, type UpdateDeliveryInput } from '../../nexus/service';
-import type { DeliveryOrder, DeliveryResult, DeliveryState } from '../../contract/delivery-types';
+import type { DeliveryOrder, DeliveryResult, DeliveryState, DeliveryWorkflowInput } from '../../contract/delivery-types';
 import type { Price } from '../../provider/schemas';
 
 /** The endpoint `npm start` and `npm run cluster` create. */
@@ -26,6 +26,8 @@ export interface OrderInput {
   quoteFirst?: boolean;
   /** Default DELIVERIES_ENDPOINT. */
   endpoint?: string;
+  /** The delivery's follow-up settings (e.g. `endGraceMs`: its result comes that long after its end). */
+  followUp?: DeliveryWorkflowInput['followUp'];
 }
 
 export interface OrderOutcome {
@@ -39,7 +41,7 @@ export interface OrderOutcome {
 
 export async function orderWorkflow(input: OrderInput): Promise<OrderOutcome> {
   const deliveries = createNexusServiceClient({ service: deliveriesService, endpoint: input.endpoint ?? DELIVERIES_ENDPOINT });
-  const { reference, order, maxPrice } = input;
+  const { reference, order, maxPrice, followUp } = input;
 
   const quote = input.quoteFirst === false ? undefined : await deliveries.executeOperation('quote', order, { scheduleToCloseTimeout: '15 minutes' });
 
@@ -50,7 +52,7 @@ export async function orderWorkflow(input: OrderInput): Promise<OrderOutcome> {
       const operation = await deliveries.startOperation(
         'createDelivery',
         // A quote with a fingerprint is used by the delivery while valid: no second quote is asked for.
-        { reference, order, maxPrice, quote: quote?.fingerprint ? { ...quote, fingerprint: quote.fingerprint } : undefined },
+        { reference, order, maxPrice, followUp, quote: quote?.fingerprint ? { ...quote, fingerprint: quote.fingerprint } : undefined },
         { summary: `delivery for order ${reference}` },
       );
       return operation.result();

@@ -94,7 +94,7 @@ function created(side: DeliverySide, reference: string): Promise<DeliveryState> 
 }
 
 function start(orders: OrderSystem, input: Omit<OrderInput, 'endpoint'>) {
-  return orders.client.workflow.start(orderWorkflow, { taskQueue: orders.taskQueue, workflowId: `order:${input.reference}`, args: [{ ...input, endpoint: orders.endpoint }] });
+  return orders.client.workflow.start(orderWorkflow, { taskQueue: orders.taskQueue, workflowId: `order:${input.reference}`, args: [{ followUp: { endGraceMs: 0 }, ...input, endpoint: orders.endpoint }] });
 }
 
 /** The failure a caller workflow ended with: the Nexus operation's, the handler error if any, and the deepest ApplicationFailure of its chain (the reason). */

@@ -3,6 +3,7 @@
  * through the bridge; the workflow tells an order workflow by signal and an HTTP receiver (which
  * verifies each request with the independent `standardwebhooks` package) by signed webhook.
  */
+import { getEventListeners } from 'node:events';
 import { Worker } from '@temporalio/worker';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { DeliveryRequestRejectedError, InvalidInputError } from '../../client/delivery-client';
@@ -224,5 +225,23 @@ describe('notifications', () => {
     const final = await stack.deliveries.result(reference);
     expect(final.timeline.some((e) => e.subject === destinationId && e.eventId === 'evt_late_in_transit' && e.late)).toBe(true);
     if (process.env.RECORD_HISTORIES) await recordHistories(process.env.RECORD_HISTORIES, 'notifications a late status within the grace', [{ workflowId: deliveryWorkflowId(reference) }]);
+  });
+
+  it('leave watch, which is for a person at a terminal, without an abort listener per poll', async () => {
+    const reference = 'NOTIFY-WATCH';
+    await stack.deliveries.startDelivery(deliveryRequest(), { reference });
+    await createdDelivery(stack, reference);
+    const abort = new AbortController();
+    let polls = 0;
+    const watching = (async () => {
+      for await (const _ of stack.deliveries.watch(reference, { intervalMs: 10, signal: abort.signal })) polls++;
+    })();
+    await new Promise((r) => setTimeout(r, 1_500)); // dozens of polls of a delivery that does not change
+    const listeners = getEventListeners(abort.signal, 'abort').length;
+    abort.abort();
+    await watching;
+    expect(polls).toBeGreaterThanOrEqual(1);
+    expect(listeners).toBeLessThanOrEqual(1);
+    expect(getEventListeners(abort.signal, 'abort')).toHaveLength(0);
   });
 });
