@@ -21,7 +21,6 @@ import {
   proxyLocalActivities,
   setCurrentDetails,
   setHandler,
-  upsertSearchAttributes,
   workflowInfo,
   type ActivityOptions,
 } from '@temporalio/workflow';
@@ -36,6 +35,7 @@ import { approveQuoteUpdate, rejectQuoteUpdate, statusChangedSignal, statusQuery
 import { type DeliveryResult, type DeliveryState, type DeliveryWorkflowInput, type CarriedQuote, type FollowUpSettings, type StatusChange, type TimelineEntry } from '../contract/delivery-types';
 import { DeliveryId, DeliveryStatus, QuotedPrice } from '../contract/search-attributes';
 import { deliveryDetails } from './details';
+import { batchedUpserts } from './search-attributes';
 import { startChecks } from './start-checks';
 import { DeliveryTracker, type TrackedChange } from './state';
 import { Notifier } from './notifier';
@@ -130,8 +130,9 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
     state.phase = phase;
     refreshDetails();
   };
+  const upsert = batchedUpserts();
   const statusChanged = (before: string | undefined) => {
-    if (state.status !== undefined && state.status !== before) upsertSearchAttributes([{ key: DeliveryStatus, value: state.status }]);
+    if (state.status !== undefined && state.status !== before) upsert({ key: DeliveryStatus, value: state.status });
   };
   const endBeforeCreation = (note: string) => {
     state.cancellation = { requestedAt: now().toISOString(), outcome: 'before_creation' };
@@ -150,7 +151,7 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
   const takeQuote = (quote: Quote, shared = false): boolean => {
     if (state.quote) return false;
     state.quote = quote;
-    upsertSearchAttributes([{ key: QuotedPrice, value: quote.price.amount }]);
+    // QuotedPrice goes out with the creation's upsert, or when the quote waits for approval: one action fewer.
     if (shared) tracker.note(now(), 'reusing the valid quote of an identical order: no quote asked for');
     tracker.note(now(), `quoted ${formatMoney(quote.price)}`);
     return true;
@@ -265,7 +266,8 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
     setPhase('creating');
     const record = created ?? (await create());
     takeRecord(record);
-    upsertSearchAttributes([{ key: DeliveryId, value: record.id }]);
+    upsert({ key: DeliveryId, value: record.id });
+  if (state.quote) upsert({ key: QuotedPrice, value: state.quote.price.amount });
     const beforePending = state.status;
     tracker.applyInProviderOrder(pending.splice(0), now());
     statusChanged(beforePending);
@@ -425,6 +427,7 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
     if (withinMaxPrice(quote.price, max)) return;
 
     setPhase('awaiting_approval');
+    upsert({ key: QuotedPrice, value: quote.price.amount });
     const timeoutMs = input.approvalTimeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS;
     const waiting = tracker.note(now(), `quote ${formatMoney(quote.price)} is over the maximum ${formatMoney(max)}: waiting up to ${Math.round(timeoutMs / 1000)} s for approval`);
     tell('quote.awaiting_approval', { subject: 'quote', quote, maxPrice: max }, waiting);

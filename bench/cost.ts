@@ -1,0 +1,180 @@
+/**
+ * What a delivery costs: N deliveries of each shape (stops per delivery) run end to end through
+ * the worker and the bridge (each a process of its own, the simulator advancing statuses and
+ * sending signed webhooks), then every history involved is read and its billable actions counted
+ * by Temporal Cloud's published categories (docs/benchmarks.md, "Cost", says which rules): each
+ * delivery's, the pacing gate's share per order, and the notification activities when the shape
+ * notifies an endpoint. Also worker CPU per delivery and bridge CPU per webhook (/proc).
+ * Smaller or other runs: COST_BENCH_DELIVERIES (per shape), COST_BENCH_STOPS (e.g. 3,1,30).
+ */
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Client } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
+import { connectClient } from '../temporal/client-connection';
+import { DeliveryClient } from '../client/delivery-client';
+import { gateWorkflowId } from '../contract/workflow-ids';
+import { generateWebhookSecret } from '../provider/webhook-signature';
+import { ENTRY, ProcessGroup, removeWorkflowBundleFile, workflowBundleFile } from '../scripts/processes';
+import { createSimulator } from '../simulator/server';
+import { deliveryRequest } from '../test/fixtures/orders';
+import { barChart } from './charts';
+import { benchSettings, Cleanup, pool, processCpuSeconds, progressLog, type BenchmarkOutput } from './measure';
+import { startBenchServer } from './temporal';
+
+const settings = benchSettings('COST');
+const DELIVERIES = settings.num('DELIVERIES', 10);
+const STOPS = (process.env.COST_BENCH_STOPS ?? '3,1,30').split(',').map(Number);
+const TASK_QUEUE = 'bench-cost';
+const E = temporal.api.enums.v1.EventType;
+export const ACTION_TYPES = ['workflow started', 'signal', 'activity attempt', 'local activities', 'timer', 'search attributes', 'update', 'query'] as const;
+type ActionType = (typeof ACTION_TYPES)[number];
+export type Actions = Record<ActionType, number>;
+type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
+
+const progress = progressLog('cost');
+
+/**
+ * Billable actions in one history, by Temporal Cloud's rules: a start (client, signal-with-start,
+ * continue-as-new, child); each signal received; each activity attempt; the local activities of one
+ * workflow task together; each timer (a `condition` with a timeout too); each search-attribute
+ * upsert command; each update accepted. Queries are not in histories (the bench makes none).
+ */
+export function countActions(events: readonly HistoryEvent[], within: (e: HistoryEvent) => boolean = () => true): Actions {
+  const a = Object.fromEntries(ACTION_TYPES.map((t) => [t, 0])) as Actions;
+  const localTasks = new Set<string>();
+  for (const e of events) {
+    if (!within(e)) continue;
+    switch (e.eventType) {
+      case E.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
+        a['workflow started']++;
+        break;
+      case E.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
+        a.signal++;
+        break;
+      case E.EVENT_TYPE_ACTIVITY_TASK_STARTED:
+        a['activity attempt'] += e.activityTaskStartedEventAttributes?.attempt ?? 1;
+        break;
+      case E.EVENT_TYPE_MARKER_RECORDED:
+        if (e.markerRecordedEventAttributes?.markerName === 'core_local_activity') localTasks.add(String(e.markerRecordedEventAttributes.workflowTaskCompletedEventId));
+        break;
+      case E.EVENT_TYPE_TIMER_STARTED:
+        a.timer++;
+        break;
+      case E.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES:
+        a['search attributes']++;
+        break;
+      case E.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED:
+        a.update++;
+        break;
+    }
+  }
+  a['local activities'] = localTasks.size;
+  return a;
+}
+
+const total = (a: Actions) => ACTION_TYPES.reduce((s, t) => s + a[t], 0);
+const add = (x: Actions, y: Actions) => Object.fromEntries(ACTION_TYPES.map((t) => [t, x[t] + y[t]])) as Actions;
+const scale = (x: Actions, k: number) => Object.fromEntries(ACTION_TYPES.map((t) => [t, Math.round(x[t] * k * 100) / 100])) as Actions;
+const empty = () => Object.fromEntries(ACTION_TYPES.map((t) => [t, 0])) as Actions;
+
+async function histories(client: Client, workflowId: string): Promise<HistoryEvent[]> {
+  const events: HistoryEvent[] = [];
+  for await (const run of client.workflow.list({ query: `WorkflowId = '${workflowId}'` })) {
+    const history = await client.workflow.getHandle(workflowId, run.runId).fetchHistory();
+    events.push(...(history.events ?? []));
+  }
+  return events;
+}
+
+export async function costBenchmark(): Promise<BenchmarkOutput> {
+  if (DELIVERIES < 1 || STOPS.some((s) => !Number.isInteger(s) || s < 1 || s > 100)) throw new Error('COST_BENCH_DELIVERIES must be at least 1 and COST_BENCH_STOPS stops of 1 to 100');
+  const group = new ProcessGroup();
+  const cleanup = new Cleanup();
+  const { server, watchdog } = await startBenchServer(progress, 20 * 60_000);
+  cleanup.add(() => server.stop());
+  cleanup.add(() => group.stopAll());
+  try {
+    // The order system's endpoint: takes every notification (the shapes that notify).
+    const receiver = createServer((req, res) => req.resume().on('end', () => res.writeHead(204).end()));
+    await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+    cleanup.add(() => new Promise((r) => receiver.close(r)));
+    const secret = generateWebhookSecret();
+    const roomy = { limit: 100_000 };
+    const sim = createSimulator({ autoAdvanceMs: 300, rateLimits: { creations: roomy, quotes: roomy, other: roomy }, onError: (m) => progress(`simulator: ${m}`) });
+    const { url: simUrl } = await sim.listen(0, '127.0.0.1');
+    cleanup.add(() => sim.close());
+    const common = { TEMPORAL_ADDRESS: server.address, TEMPORAL_NAMESPACE: server.namespace, DELIVERY_API_URL: simUrl, DELIVERY_API_KEY: 'sandbox-key' };
+    const bundle = await workflowBundleFile();
+    cleanup.add(removeWorkflowBundleFile);
+    const endpoint = `orders=http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`;
+    const worker = await group.start({ name: 'worker', ...ENTRY.worker, isolated: true, logFile: true, env: { ...common, DELIVERY_TASK_QUEUE: TASK_QUEUE, PROVIDER_RATE_LIMITS: 'creations=100000/60s,quotes=100000/60s', WORKER_WORKFLOW_BUNDLE: bundle, LOG_LEVEL: 'WARN', DELIVERY_NOTIFY_ENDPOINTS: endpoint, DELIVERY_NOTIFY_SECRETS: `orders=${generateWebhookSecret()}` } });
+    const bridge = await group.start({ name: 'bridge', ...ENTRY.bridge, isolated: true, logFile: true, env: { ...common, DELIVERY_WEBHOOK_SECRETS: secret, BRIDGE_PORT: '0', BRIDGE_ADMIN_PORT: '0' } });
+    sim.setWebhookEndpoint({ url: /^bridge: listening on (\S+)/m.exec(bridge.output())![1]!, secret });
+
+    const connection = await connectClient({ address: server.address });
+    cleanup.add(() => connection.close());
+    const client = new Client({ connection, namespace: server.namespace });
+    const deliveries = new DeliveryClient({ temporal: client, taskQueue: TASK_QUEUE });
+    const figures: Record<string, number | string> = { deliveries_per_shape: DELIVERIES };
+    const chartGroups: { label: string; values: number[] }[] = [];
+    const shapes = [...STOPS.map((stops) => ({ stops, notify: false })), { stops: STOPS[0]!, notify: true }];
+    let n = 0;
+    for (const shape of shapes) {
+      const name = `${shape.stops}_stops${shape.notify ? '_notified' : ''}`;
+      progress(`${name}: ${DELIVERIES} deliveries end to end...`);
+      const refs = Array.from({ length: DELIVERIES }, () => `COST-${++n}-${Date.now().toString(36)}`);
+      const cpu0 = { worker: processCpuSeconds(worker.pid)!, bridge: processCpuSeconds(bridge.pid)! };
+      const webhooks0 = sim.webhookAttempts().length;
+      const startedAt = Date.now();
+      // The grace's timer is counted; its length does not change the count.
+      const followUp = { endGraceMs: 1_000 };
+      await pool(refs, 8, async (reference) => void (await deliveries.startDelivery(deliveryRequest({}, shape.stops), { reference, followUp, notify: shape.notify ? { endpoint: 'orders' } : undefined })));
+      await pool(refs, 32, async (reference) => void (await deliveries.result(reference)));
+      const endedAt = Date.now();
+      const webhooks = sim.webhookAttempts().length - webhooks0;
+      const workerMs = ((processCpuSeconds(worker.pid)! - cpu0.worker) * 1000) / DELIVERIES;
+      const bridgeMs = ((processCpuSeconds(bridge.pid)! - cpu0.bridge) * 1000) / Math.max(1, webhooks);
+
+      let own = empty();
+      let events = 0;
+      let signalsIn = 0;
+      for (const reference of refs) {
+        const h = await histories(client, `delivery:${reference}`);
+        events += h.length;
+        own = add(own, countActions(h));
+        signalsIn += countActions(h).signal;
+      }
+      const gateEvents = await histories(client, gateWorkflowId(TASK_QUEUE));
+      const inWindow = (e: HistoryEvent) => {
+        const t = Number(e.eventTime?.seconds ?? 0) * 1000;
+        return t >= startedAt - 1_000 && t <= endedAt + 1_000;
+      };
+      const gate = scale(countActions(gateEvents, inWindow), 1 / DELIVERIES);
+      const perDelivery = scale(own, 1 / DELIVERIES);
+      // The least a delivery needs: its start, one signal per webhook, the quote and the creation.
+      const least = 1 + webhooks / DELIVERIES + 2;
+      const all = total(perDelivery) + total(gate);
+      Object.assign(figures, {
+        [`${name}_events`]: Math.round(events / DELIVERIES),
+        [`${name}_actions`]: Math.round(all * 100) / 100,
+        [`${name}_delivery_actions`]: total(perDelivery),
+        [`${name}_gate_actions_per_order`]: total(gate),
+        [`${name}_least_actions`]: least,
+        [`${name}_actions_over_least`]: Math.round((all / least) * 100) / 100,
+        [`${name}_webhooks`]: webhooks / DELIVERIES,
+        [`${name}_signals_received`]: signalsIn / DELIVERIES,
+        [`${name}_worker_cpu_ms`]: Math.round(workerMs),
+        [`${name}_bridge_cpu_ms_per_webhook`]: Math.round(bridgeMs * 100) / 100,
+        ...Object.fromEntries(ACTION_TYPES.map((t) => [`${name}_${t.replace(/ /g, '_')}`, Math.round((perDelivery[t] + gate[t]) * 100) / 100])),
+      });
+      chartGroups.push({ label: name.replace(/_/g, ' '), values: ACTION_TYPES.map((t) => perDelivery[t] + gate[t]) });
+      progress(`${name}: ${Math.round(all * 10) / 10} actions per delivery (least ${least}), ${Math.round(events / DELIVERIES)} events, worker ${Math.round(workerMs)} ms CPU, bridge ${Math.round(bridgeMs * 10) / 10} ms per webhook`);
+    }
+    const chart = barChart({ title: 'Billable actions per delivered delivery, by type', xLabel: 'shape (gate share included)', yLabel: 'actions', series: [...ACTION_TYPES], groups: chartGroups });
+    return { figures, charts: { actions: chart } };
+  } finally {
+    clearTimeout(watchdog);
+    await cleanup.run(progress);
+  }
+}
