@@ -10,7 +10,7 @@ import { PROVIDER_RATE_LIMITS } from '../provider/limits';
 import { createSimulator } from '../simulator/server';
 import { deliveryRequest, destination } from '../test/fixtures/orders';
 import { startBenchCluster, startBenchServer } from './temporal';
-import { benchSettings, Cleanup, openLoop, progressLog, sleep } from './measure';
+import { benchSettings, Cleanup, openLoop, percentile, progressLog, sleep } from './measure';
 import { ENTRY, ProcessGroup, removeWorkflowBundleFile, workflowBundleFile } from '../scripts/processes';
 
 const { num } = benchSettings('LATENCY');
@@ -21,7 +21,6 @@ const TIME_LIMIT_MS = num('TIME_LIMIT_MIN', 20) * 60_000;
 const progress = progressLog('latency');
 
 /** Nearest rank, in whole ms: the least value with p% of the values at or below it. */
-const percentile = (xs: readonly number[], p: number) => Math.round([...xs].sort((a, b) => a - b)[Math.ceil((p / 100) * xs.length) - 1] ?? NaN);
 
 export async function latencyBenchmark(): Promise<Record<string, number | string>> {
   const figures: Record<string, number | string> = { orders: ORDERS, pace_per_s: RATE, scale: SCALE, worker_processes: 2 };
@@ -61,8 +60,10 @@ export async function latencyBenchmark(): Promise<Record<string, number | string
           await sleep(20);
         }
       });
-      Object.assign(figures, { [`${label}_p50_ms`]: percentile(latencies, 50), [`${label}_p99_ms`]: percentile(latencies, 99) });
-      progress(`${label}: p50 ${percentile(latencies, 50)} ms, p99 ${percentile(latencies, 99)} ms over ${latencies.length} orders`);
+      const sorted = [...latencies].sort((a, b) => a - b);
+      const [p50, p99] = [percentile(sorted, 0.5, 0), percentile(sorted, 0.99, 0)];
+      Object.assign(figures, { [`${label}_p50_ms`]: p50, [`${label}_p99_ms`]: p99 });
+      progress(`${label}: p50 ${p50} ms, p99 ${p99} ms over ${latencies.length} orders`);
     } finally {
       await cleanup.run(progress);
     }

@@ -70,9 +70,15 @@ export interface Latencies {
   count: number;
 }
 
-/** The value at fraction `p` (0.5, 0.99) of sorted values, with `digits` decimals. */
-export function percentile(sorted: number[], p: number, digits = 2): number {
-  return Number(sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]!.toFixed(digits));
+/**
+ * The `p` percentile (a fraction: 0.5, 0.99) by nearest rank: the smallest value with at least
+ * p × n values at or below it (sorted[ceil(p × n) − 1]), so p99 of 100 values is the 99th, not the
+ * maximum. `sorted` ascending; `digits` decimals.
+ */
+export function percentile(sorted: readonly number[], p: number, digits = 2): number {
+  if (!(p > 0 && p <= 1)) throw new Error(`a percentile is a fraction in (0, 1], not ${p}`);
+  if (sorted.length === 0) return NaN;
+  return Number(sorted[Math.max(0, Math.ceil(p * sorted.length) - 1)]!.toFixed(digits));
 }
 
 /** The middle value (the mean of the two middle ones for an even count); NaN for none. */

@@ -1,6 +1,6 @@
 /** The benchmark's arithmetic: least drain time under both limits, window use, medians. */
 import { backlogCounter, leastDrainMs, windowUse } from '../../bench/limits-figures';
-import { median } from '../../bench/measure';
+import { median, percentile } from '../../bench/measure';
 
 const creations = { limit: 20, windowMs: 60_000 };
 const quotes = { limit: 100, windowMs: 600_000 };
@@ -41,5 +41,20 @@ describe('median', () => {
     expect(median([3, 1, 2])).toBe(2);
     expect(median([4, 1, 3, 2])).toBe(2.5);
     expect(median([])).toBeNaN();
+  });
+});
+
+describe('percentile (nearest rank)', () => {
+  const hundred = Array.from({ length: 100 }, (_, i) => i + 1);
+  it('is the smallest value with at least p × n values at or below it', () => {
+    expect(percentile(hundred, 0.5)).toBe(50);
+    expect(percentile(hundred, 0.99)).toBe(99); // not the maximum
+    expect(percentile(hundred, 1)).toBe(100);
+    expect(percentile([7], 0.99)).toBe(7);
+    expect(percentile([1, 2, 3], 0.5)).toBe(2);
+  });
+  it('refuses a percent where a fraction is meant, and has no value for no samples', () => {
+    expect(() => percentile(hundred, 99)).toThrow(/fraction/);
+    expect(percentile([], 0.5)).toBeNaN();
   });
 });
