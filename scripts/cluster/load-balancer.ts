@@ -9,6 +9,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { accepts, stopProcess } from '../temporal-dev-server';
+import type { Run } from '../supervisor';
 
 export const NGINX_TEMPLATE = join(__dirname, '../../deploy/nginx-bridges.conf');
 
@@ -47,7 +48,7 @@ export class LoadBalancer {
     return `http://127.0.0.1:${this.o.listenPort}`;
   }
 
-  async start(): Promise<void> {
+  async start(): Promise<Run> {
     mkdirSync(join(this.o.dir, 'tmp'), { recursive: true });
     const conf = join(this.o.dir, 'nginx.conf');
     writeFileSync(conf, renderNginxConfig({ listenPort: this.o.listenPort, bridgePorts: this.o.bridgePorts, prefix: this.o.dir }));
@@ -55,6 +56,8 @@ export class LoadBalancer {
     if (test.status !== 0) throw new Error(`nginx rejected its config ${conf}:\n${test.stderr}`);
     const child = spawn(this.o.nginx, ['-e', 'stderr', '-p', this.o.dir, '-c', conf], { stdio: ['ignore', 'pipe', 'pipe'] });
     this.child = child;
+    const exited = new Promise<string>((r) => child.once('exit', (code, signal) => r(signal ?? `code ${code}`)));
+    this.recent = '';
     const onData = (chunk: Buffer) => {
       this.recent = (this.recent + chunk.toString()).slice(-4000);
       for (const line of chunk.toString().split('\n').filter(Boolean)) this.o.output?.(line);
@@ -64,7 +67,7 @@ export class LoadBalancer {
     const deadline = Date.now() + 30_000;
     for (;;) {
       if (child.exitCode !== null || child.signalCode !== null) throw new Error(`nginx exited while starting (port ${this.o.listenPort}):\n${this.recent.trim()}`);
-      if (await accepts(this.o.listenPort)) return;
+      if (await accepts(this.o.listenPort)) return { pid: child.pid, exited, lastLines: () => this.recent };
       if (Date.now() > deadline) throw new Error(`nginx did not listen on ${this.url} within 30 s:\n${this.recent.trim()}`);
       await new Promise((r) => setTimeout(r, 100));
     }

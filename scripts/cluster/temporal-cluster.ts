@@ -22,6 +22,7 @@ import { accepts, freePort, stopProcess } from '../temporal-dev-server';
 import { Postgres, storedPassword } from './postgres';
 import { ensureSchema } from './schema';
 import { TEMPORAL_SERVER_VERSION, type ServerTools } from './tools';
+import type { Run, Supervisor } from '../supervisor';
 
 const run = promisify(execFile);
 export const ROOT = join(__dirname, '../..');
@@ -32,13 +33,23 @@ export type ServiceKind = 'frontend' | 'history' | 'matching' | 'worker';
 
 /** The service processes: two history and two matching share the shards and task queues between them. */
 export const SERVICE_PROCESSES: { name: string; service: ServiceKind }[] = [
-  { name: 'history-1', service: 'history' },
-  { name: 'history-2', service: 'history' },
   { name: 'matching-1', service: 'matching' },
   { name: 'matching-2', service: 'matching' },
+  { name: 'history-1', service: 'history' },
+  { name: 'history-2', service: 'history' },
   { name: 'frontend', service: 'frontend' },
   { name: 'worker', service: 'worker' },
 ];
+
+/**
+ * The order they start in, stage by stage (a stage's processes at once). One process alone
+ * first: on a new database it writes the cluster metadata, and several at once race for it and
+ * the losers exit ("failed to initialize current cluster metadata"). Matching before history:
+ * a history process asks matching for the Nexus endpoints as it starts, and with no matching
+ * process in the ring yet it logs an error with a stack trace ("error from matching when
+ * initializing Nexus endpoint cache: Not enough hosts"), which a healthy start must not print.
+ */
+export const START_ORDER: string[][] = [['matching-1'], ['matching-2', 'history-1', 'history-2'], ['frontend', 'worker']];
 
 export interface ClusterPorts {
   postgres: number;
@@ -113,13 +124,19 @@ export interface ClusterOptions {
   log: (line: string) => void;
   /** Every line the cluster's processes print, prefixed with the process name. */
   output?: (name: string, line: string) => void;
+  /**
+   * Restarts each process (PostgreSQL, every service, the UI server) when it exits on its own
+   * (`npm run cluster`, the cluster tests); without it an exit is left alone (a benchmark).
+   */
+  supervisor?: Supervisor;
 }
 
 interface ServiceProcess {
   name: string;
   service: ServiceKind | 'ui';
   child: ChildProcess;
-  exited: Promise<void>;
+  /** How it ended: `SIGKILL`, `code 1`. */
+  exited: Promise<string>;
   recent: string;
 }
 
@@ -131,10 +148,6 @@ export class TemporalCluster {
   private readonly dbUser = 'temporal';
   private readonly dbPassword: string;
   private readonly processes = new Map<string, ServiceProcess>();
-  /** Processes that exit while this is false were not stopped by us. */
-  private stopping = false;
-  /** Called when a process exits without being told to (`npm run cluster` stops everything). */
-  onUnexpectedExit?: (name: string, detail: string) => void;
 
   constructor(readonly o: ClusterOptions) {
     this.namespace = o.namespace ?? 'default';
@@ -162,7 +175,7 @@ export class TemporalCluster {
     try {
       await assertPortsFree(this.portList());
       this.o.log(`[cluster] PostgreSQL on 127.0.0.1:${this.o.ports.postgres} (data ${this.postgres.dataDir})`);
-      await this.postgres.start();
+      await this.supervised('postgresql', () => this.postgres.start());
       const versions = ensureSchema({
         sqlTool: this.o.tools.sqlTool,
         schemaDir: this.o.tools.postgresSchemaDir,
@@ -174,15 +187,13 @@ export class TemporalCluster {
       });
       this.o.log(`[cluster] schema: ${Object.entries(versions).map(([db, v]) => `${db} ${v}`).join(', ')}`);
       this.o.log(`[cluster] starting ${SERVICE_PROCESSES.map((p) => p.name).join(', ')}...`);
-      // The first process writes the cluster's metadata into a new database; several at once
-      // race for it and the losers exit ("failed to initialize current cluster metadata").
-      const [first, ...rest] = SERVICE_PROCESSES;
-      await this.startService(first!.name);
-      await Promise.all(rest.map((p) => this.startService(p.name)));
+      // In stages (START_ORDER): one process alone first, for a new database's cluster metadata,
+      // and matching in the ring before history starts, for a start without error lines.
+      for (const stage of START_ORDER) await Promise.all(stage.map((name) => this.supervised(name, () => this.startService(name))));
       await this.waitForFrontend(120_000);
       await this.registerNamespace();
       await this.registerSearchAttributes();
-      if (this.o.ports.ui) await this.startUi();
+      if (this.o.ports.ui) await this.supervised('ui', () => this.startUi());
     } catch (err) {
       await this.stop();
       throw err;
@@ -214,24 +225,30 @@ export class TemporalCluster {
     return env;
   }
 
+  /** Starts a process under the supervisor, if there is one. */
+  private supervised(name: string, start: () => Promise<Run>): Promise<Run> {
+    return this.o.supervisor ? this.o.supervisor.start({ name, start }) : start();
+  }
+
   private spawnLogged(name: string, service: ServiceProcess['service'], command: string, args: string[], env: NodeJS.ProcessEnv): ServiceProcess {
     const child = spawn(command, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    const proc: ServiceProcess = { name, service, child, recent: '', exited: new Promise((r) => child.once('exit', () => r())) };
+    const proc: ServiceProcess = { name, service, child, recent: '', exited: new Promise((r) => child.once('exit', (code, signal) => r(signal ?? `code ${code}`))) };
     const onData = (chunk: Buffer) => {
       proc.recent = (proc.recent + chunk.toString()).slice(-4000);
       for (const line of chunk.toString().split('\n').filter(Boolean)) this.o.output?.(name, line);
     };
     child.stdout!.on('data', onData);
     child.stderr!.on('data', onData);
-    child.once('exit', (code, signal) => {
-      if (!this.stopping && this.processes.get(name) === proc && !expectedExits.has(child)) this.onUnexpectedExit?.(name, `${signal ?? `exit ${code}`}\n${proc.recent.slice(-1500)}`);
-    });
     this.processes.set(name, proc);
     return proc;
   }
 
+  private static asRun(proc: ServiceProcess): Run {
+    return { pid: proc.child.pid, exited: proc.exited, lastLines: () => proc.recent };
+  }
+
   /** Starts (or starts again) one service process and waits until it listens. */
-  async startService(name: string): Promise<void> {
+  async startService(name: string): Promise<Run> {
     const spec = SERVICE_PROCESSES.find((p) => p.name === name);
     if (!spec) throw new Error(`no cluster process named ${name}`);
     const args = ['--root', ROOT, '--config', 'deploy', '--env', 'temporal-cluster', '--allow-no-auth', 'start', '--service', spec.service];
@@ -241,17 +258,16 @@ export class TemporalCluster {
     const deadline = Date.now() + 120_000;
     for (;;) {
       if (proc.child.exitCode !== null || proc.child.signalCode !== null) throw new Error(`Temporal ${name} exited while starting:\n${proc.recent.trim()}`);
-      if (await accepts(port)) return;
+      if (await accepts(port)) return TemporalCluster.asRun(proc);
       if (Date.now() > deadline) throw new Error(`Temporal ${name} did not listen on 127.0.0.1:${port} within 120 s:\n${proc.recent.trim()}`);
       await sleep(250);
     }
   }
 
-  /** Sends a signal to one process (SIGKILL by default) and waits until it is gone. */
+  /** Sends a signal to one process (SIGKILL by default) and waits until it is gone; a supervisor then starts it again. */
   async kill(name: string, signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
     const proc = this.processes.get(name);
     if (!proc) throw new Error(`no cluster process named ${name}`);
-    expectedExits.add(proc.child);
     proc.child.kill(signal);
     await proc.exited;
   }
@@ -317,7 +333,7 @@ export class TemporalCluster {
     }
   }
 
-  private async startUi(): Promise<void> {
+  private async startUi(): Promise<Run> {
     const dir = join(this.o.dataDir, 'ui-config');
     mkdirSync(dir, { recursive: true });
     const config = {
@@ -336,7 +352,7 @@ export class TemporalCluster {
     const deadline = Date.now() + 60_000;
     for (;;) {
       if (proc.child.exitCode !== null || proc.child.signalCode !== null) throw new Error(`the Temporal Web UI server exited while starting:\n${proc.recent.trim()}`);
-      if (await accepts(this.o.ports.ui!)) return;
+      if (await accepts(this.o.ports.ui!)) return TemporalCluster.asRun(proc);
       if (Date.now() > deadline) throw new Error(`the Temporal Web UI server did not listen on ${this.uiUrl} within 60 s:\n${proc.recent.trim()}`);
       await sleep(250);
     }
@@ -344,20 +360,16 @@ export class TemporalCluster {
 
   /** SIGKILLs every process at once (a benchmark's watchdog, on its way out). */
   killAll(): void {
-    this.stopping = true;
     for (const p of this.processes.values()) p.child.kill('SIGKILL');
     if (this.postgres.pid) process.kill(this.postgres.pid, 'SIGKILL');
   }
 
   /** Stops every process (Temporal services first, PostgreSQL last). */
   async stop(): Promise<void> {
-    this.stopping = true;
     await Promise.all([...this.processes.values()].map((p) => stopProcess(p.child, 15_000)));
     await this.postgres.stop();
   }
 }
-
-const expectedExits = new WeakSet<ChildProcess>();
 
 /** Every port a cluster with these ports listens on, with what it is for. */
 export function clusterPortList(p: ClusterPorts): { port: number; what: string }[] {
