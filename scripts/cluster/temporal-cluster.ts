@@ -49,7 +49,23 @@ export const SERVICE_PROCESSES: { name: string; service: ServiceKind }[] = [
  * process in the ring yet it logs an error with a stack trace ("error from matching when
  * initializing Nexus endpoint cache: Not enough hosts"), which a healthy start must not print.
  */
-export const START_ORDER: string[][] = [['matching-1'], ['matching-2', 'history-1', 'history-2'], ['frontend', 'worker']];
+export const START_ORDER: string[][] = [['matching-1'], ['matching-2', 'history-1'], ['history-2', 'frontend', 'worker']];
+
+/**
+ * The order they stop in: each before what it calls (the worker service polls the frontend, the
+ * frontend calls history and matching, history calls matching), so that none logs errors about
+ * a peer that is already gone.
+ */
+export const STOP_ORDER: string[][] = [['ui'], ['worker'], ['frontend'], ['history-1', 'history-2'], ['matching-1', 'matching-2']];
+
+/**
+ * Error lines a history process prints while it acquires its shards, on every start: a queue
+ * reader asks a shard that is still being loaded and tries again. Within START_NOISE_MS of a
+ * process's start they are kept for its crash message but not shown: on a healthy start an
+ * `error` line must mean something.
+ */
+const START_NOISE = [/"msg":"Queue reader unable to retrieve tasks".*"error":"shard status unknown"/];
+const START_NOISE_MS = 30_000;
 
 export interface ClusterPorts {
   postgres: number;
@@ -233,9 +249,13 @@ export class TemporalCluster {
   private spawnLogged(name: string, service: ServiceProcess['service'], command: string, args: string[], env: NodeJS.ProcessEnv): ServiceProcess {
     const child = spawn(command, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
     const proc: ServiceProcess = { name, service, child, recent: '', exited: new Promise((r) => child.once('exit', (code, signal) => r(signal ?? `code ${code}`))) };
+    const started = Date.now();
     const onData = (chunk: Buffer) => {
       proc.recent = (proc.recent + chunk.toString()).slice(-4000);
-      for (const line of chunk.toString().split('\n').filter(Boolean)) this.o.output?.(name, line);
+      for (const line of chunk.toString().split('\n').filter(Boolean)) {
+        if (Date.now() - started < START_NOISE_MS && START_NOISE.some((re) => re.test(line))) continue;
+        this.o.output?.(name, line);
+      }
     };
     child.stdout!.on('data', onData);
     child.stderr!.on('data', onData);
@@ -364,9 +384,10 @@ export class TemporalCluster {
     if (this.postgres.pid) process.kill(this.postgres.pid, 'SIGKILL');
   }
 
-  /** Stops every process (Temporal services first, PostgreSQL last). */
+  /** Stops every process in STOP_ORDER, PostgreSQL last. */
   async stop(): Promise<void> {
-    await Promise.all([...this.processes.values()].map((p) => stopProcess(p.child, 15_000)));
+    const rest = [...this.processes.keys()].filter((name) => !STOP_ORDER.flat().includes(name));
+    for (const stage of [...STOP_ORDER, rest]) await Promise.all(stage.map((name) => this.processes.get(name)).map((p) => p && stopProcess(p.child, 15_000)));
     await this.postgres.stop();
   }
 }
