@@ -42,14 +42,18 @@ export const SERVICE_PROCESSES: { name: string; service: ServiceKind }[] = [
 ];
 
 /**
- * The order they start in, stage by stage (a stage's processes at once). One process alone
- * first: on a new database it writes the cluster metadata, and several at once race for it and
- * the losers exit ("failed to initialize current cluster metadata"). Matching before history:
- * a history process asks matching for the Nexus endpoints as it starts, and with no matching
- * process in the ring yet it logs an error with a stack trace ("error from matching when
- * initializing Nexus endpoint cache: Not enough hosts"), which a healthy start must not print.
+ * The order they start in, stage by stage (a stage's processes at once), for a start that
+ * prints no error line:
+ * - one process alone first: on a new database it writes the cluster metadata, and several at
+ *   once race for it and the losers exit ("failed to initialize current cluster metadata");
+ * - matching before history: a history process asks matching for the Nexus endpoints as it
+ *   starts ("error from matching when initializing Nexus endpoint cache: Not enough hosts");
+ * - one history process at a time, each stage until the shards stay with their owners
+ *   (shardsSettled): two at once both acquire the same shards ("Couldn't acquire shard");
+ * - the frontend and the worker service (which starts the system workflows at once) last: a
+ *   request that reaches a shard while it moves fails ("Shard is owned by ... but not by ...").
  */
-export const START_ORDER: string[][] = [['matching-1'], ['matching-2', 'history-1'], ['history-2', 'frontend', 'worker']];
+export const START_ORDER: string[][] = [['matching-1'], ['matching-2', 'history-1'], ['history-2'], ['frontend', 'worker']];
 
 /**
  * The order they stop in: each before what it calls (the worker service polls the frontend, the
@@ -205,7 +209,10 @@ export class TemporalCluster {
       this.o.log(`[cluster] starting ${SERVICE_PROCESSES.map((p) => p.name).join(', ')}...`);
       // In stages (START_ORDER): one process alone first, for a new database's cluster metadata,
       // and matching in the ring before history starts, for a start without error lines.
-      for (const stage of START_ORDER) await Promise.all(stage.map((name) => this.supervised(name, () => this.startService(name))));
+      for (const stage of START_ORDER) {
+        await Promise.all(stage.map((name) => this.supervised(name, () => this.startService(name))));
+        if (stage.some((name) => name.startsWith('history'))) await this.shardsSettled();
+      }
       await this.waitForFrontend(120_000);
       await this.registerNamespace();
       await this.registerSearchAttributes();
@@ -280,6 +287,23 @@ export class TemporalCluster {
       if (proc.child.exitCode !== null || proc.child.signalCode !== null) throw new Error(`Temporal ${name} exited while starting:\n${proc.recent.trim()}`);
       if (await accepts(port)) return TemporalCluster.asRun(proc);
       if (Date.now() > deadline) throw new Error(`Temporal ${name} did not listen on 127.0.0.1:${port} within 120 s:\n${proc.recent.trim()}`);
+      await sleep(250);
+    }
+  }
+
+  /**
+   * Waits until the history shards stay with their owners: every acquisition of a shard raises
+   * its range_id, so the shards table unchanged for 2 s means no shard is moving. A cluster that
+   * does not settle within 20 s starts anyway (it only logs more while it settles).
+   */
+  private async shardsSettled(): Promise<void> {
+    const deadline = Date.now() + 20_000;
+    let last = '';
+    let since = Date.now();
+    while (Date.now() < deadline) {
+      const { ok, out } = this.postgres.query('temporal', "SELECT count(*) || ':' || coalesce(string_agg(shard_id || '@' || range_id, ',' ORDER BY shard_id), '') FROM shards");
+      if (!ok || out !== last) [last, since] = [out, Date.now()];
+      else if (!out.startsWith('0:') && Date.now() - since >= 2_000) return;
       await sleep(250);
     }
   }
