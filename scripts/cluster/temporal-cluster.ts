@@ -207,8 +207,7 @@ export class TemporalCluster {
       });
       this.o.log(`[cluster] schema: ${Object.entries(versions).map(([db, v]) => `${db} ${v}`).join(', ')}`);
       this.o.log(`[cluster] starting ${SERVICE_PROCESSES.map((p) => p.name).join(', ')}...`);
-      // In stages (START_ORDER): one process alone first, for a new database's cluster metadata,
-      // and matching in the ring before history starts, for a start without error lines.
+      // In stages, each history stage until its shards settle (START_ORDER says why).
       for (const stage of START_ORDER) {
         await Promise.all(stage.map((name) => this.supervised(name, () => this.startService(name))));
         if (stage.some((name) => name.startsWith('history'))) await this.shardsSettled();

@@ -5,9 +5,11 @@
  * The simulator runs 60× faster (the provider's minute is one second) and enforces its strict
  * rolling windows; the workers are told the same scaled limits.
  *
- * The fault runs use a 30-order backlog each (not 100): five of them with 100 orders would add
- * minutes of quote windows to CI; each still has orders waiting, being created and being
- * followed through webhooks when the fault hits.
+ * Every process runs under the stack's own supervisor, as in `npm run cluster`: the fault runs
+ * kill a process and leave it to the stack, then check that it came back, that a delivery started
+ * at the kill ends DELIVERED, and that nothing was lost or duplicated. They use a 30-order backlog
+ * each (not 100): six of them with 100 orders would add minutes of quote windows to CI; each still
+ * has orders waiting, being created and being followed through webhooks when the fault hits.
  */
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';

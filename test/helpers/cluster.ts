@@ -159,7 +159,7 @@ export class ClusterStack {
     return { ...process.env, ...this.env };
   }
 
-  /** Stops everything, each part even if another fails to stop. */
+  /** Stops everything the way `npm run cluster` does on Ctrl-C (nothing if a crash loop already did). */
   async stop(): Promise<void> {
     const errors: unknown[] = [];
     for (const step of [() => this.connection?.close(), () => this.stack.shutdown(0)]) {
