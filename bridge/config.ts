@@ -19,6 +19,8 @@ const BridgeEnvSchema = z.object({
   BRIDGE_ADMIN_ALLOWED_HOSTS: z.string().default(''),
   BRIDGE_MAX_CONNECTIONS: z.coerce.number().int().min(1).max(1_000_000).default(DEFAULT_MAX_CONNECTIONS),
   BRIDGE_NEGATIVE_CACHE_MS: z.coerce.number().int().min(0).max(3_600_000).default(30_000),
+  /** A signal to Temporal that takes longer (its retries included) is answered 503 + Retry-After. */
+  BRIDGE_TEMPORAL_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(5_000),
 });
 
 export interface BridgeConfig {
@@ -31,6 +33,7 @@ export interface BridgeConfig {
   adminAllowedHosts: string[];
   maxConnections: number;
   negativeCacheMs: number;
+  temporalTimeoutMs: number;
 }
 
 export function bridgeConfigFromEnv(env: NodeJS.ProcessEnv = process.env): BridgeConfig {
@@ -45,5 +48,6 @@ export function bridgeConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Bridg
     adminAllowedHosts: e.BRIDGE_ADMIN_ALLOWED_HOSTS.split(',').map((h) => h.trim()).filter(Boolean),
     maxConnections: e.BRIDGE_MAX_CONNECTIONS,
     negativeCacheMs: e.BRIDGE_NEGATIVE_CACHE_MS,
+    temporalTimeoutMs: e.BRIDGE_TEMPORAL_TIMEOUT_MS,
   };
 }

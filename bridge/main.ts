@@ -24,6 +24,7 @@ async function main(): Promise<void> {
     retryAfterSeconds: config.retryAfterSeconds,
     maxConnections: config.maxConnections,
     negativeCacheMs: config.negativeCacheMs,
+    temporalTimeoutMs: config.temporalTimeoutMs,
     adminAllowedHosts: config.adminAllowedHosts,
   });
   onCapped = (e) => {

@@ -70,6 +70,8 @@ export interface BridgeOptions {
   negativeCacheSize?: number;
   /** How long a negative answer is remembered (default 30 s; 0 = not at all). */
   negativeCacheMs?: number;
+  /** How long a signal to Temporal may take, retries included, before the answer is 503 + Retry-After (default 5 s). */
+  temporalTimeoutMs?: number;
   /** Log lines for rejected requests per minute at most (default 20). */
   rejectedLogLinesPerMinute?: number;
   /** Host names the admin listener answers besides loopback (`name` or `name:port`). */
@@ -131,6 +133,7 @@ export function createBridge(o: BridgeOptions): Bridge {
     deliveredIdsSize: o.deliveredIdsSize ?? 10_000,
     negativeCacheSize: o.negativeCacheSize ?? 10_000,
     negativeCacheMs: o.negativeCacheMs ?? 30_000,
+    temporalTimeoutMs: o.temporalTimeoutMs ?? 5_000,
     now,
     onNegativeHit: (kind) => metrics.negativeHit(kind),
   });

@@ -32,6 +32,12 @@ export interface WebhookHandlerOptions {
   /** Unknown deliveries and ended workflows remembered (bounded, expiring): replays cost no call. */
   negativeCacheSize: number;
   negativeCacheMs: number;
+  /**
+   * How long a call to Temporal may take (its retries included) before the webhook is answered
+   * 503 + Retry-After: while a frontend or history process is down and the ring moves its shards,
+   * the provider's own retry carries the event over instead of a request left hanging.
+   */
+  temporalTimeoutMs: number;
   now: () => number;
   /** Called when an answer came from the negative cache instead of the provider or Temporal. */
   onNegativeHit?: (kind: 'unknown_delivery' | 'workflow_closed') => void;
@@ -109,7 +115,7 @@ export function createWebhookHandler(o: WebhookHandlerOptions) {
       return { outcome: 'workflow_closed', code: 'workflow_closed', workflowId };
     }
     try {
-      await o.temporal.workflow.getHandle(workflowId).signal(statusChangedSignal, toStatusChange(event));
+      await o.temporal.withDeadline(Date.now() + o.temporalTimeoutMs, () => o.temporal.workflow.getHandle(workflowId).signal(statusChangedSignal, toStatusChange(event)));
     } catch (err) {
       if (!(err instanceof WorkflowNotFoundError)) throw new HttpProblem(503, 'temporal_unavailable', 'Temporal is unavailable', { workflow_id: workflowId });
       // The delivery's story is over; a late or repeated event cannot change it, and a retry
@@ -151,7 +157,7 @@ export function createWebhookHandler(o: WebhookHandlerOptions) {
 
   async function isClosed(workflowId: string): Promise<boolean> {
     try {
-      const d = await o.temporal.workflow.getHandle(workflowId).describe();
+      const d = await o.temporal.withDeadline(Date.now() + o.temporalTimeoutMs, () => o.temporal.workflow.getHandle(workflowId).describe());
       return d.status.name !== 'RUNNING';
     } catch {
       return false;

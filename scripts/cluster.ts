@@ -9,7 +9,8 @@
  *   - the Web UI (ui-server, http://127.0.0.1:8233) decrypting through the codec endpoint (:8234);
  *   - the simulator (:4010), 2 delivery worker processes, 2 bridge processes behind nginx on
  *     :8080, where the simulator sends its webhooks.
- * The server tools are built with Go once and cached (scripts/cluster/tools.ts). Ctrl-C stops
+ * The server tools are built with Go once and cached (scripts/cluster/tools.ts). A process that
+ * exits is started again while the rest keep serving (scripts/supervisor.ts); Ctrl-C stops
  * everything; the next run finds the same workflows, deliveries and keys.
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -84,8 +85,9 @@ async function main(): Promise<void> {
     output: (name, line) => {
       if (name !== 'postgresql' || /\b(FATAL|PANIC):/.test(line)) process.stdout.write(`[${name}] ${line}\n`);
     },
+    // Each process is started again when it exits, as Kubernetes or systemd would (scripts/supervisor.ts).
+    supervisor: services.supervisor,
   });
-  cluster.onUnexpectedExit = (name, detail) => services.exited(name, detail.split('\n')[0]!);
   await cluster.start();
   // Order systems in their own namespace call the deliveries through Nexus (examples/nexus-order-system).
   await setUpLocalNexus(cluster.address, cluster.namespace, log);
@@ -111,7 +113,7 @@ async function main(): Promise<void> {
     services.start('codec', 'temporal/codec-server.ts', { DELIVERY_PAYLOAD_KEYS: payloadKeys, CODEC_ALLOWED_ORIGIN: cluster.uiUrl }, /^codec: listening/),
   ]);
   lb = new LoadBalancer({ nginx, dir: join(dataDir, 'cluster', 'nginx'), listenPort: LB_PORT, bridgePorts: BRIDGE_PORTS, output: (l) => process.stdout.write(`[nginx] ${l}\n`) });
-  await lb.start();
+  await services.supervise('nginx', () => lb!.start());
 
   log('');
   log('the local cluster is up:');

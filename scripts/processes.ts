@@ -10,6 +10,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, existsSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Supervisor, type Clock, type Run } from './supervisor';
 import { stopProcess } from './temporal-dev-server';
 
 export const ROOT = join(__dirname, '..');
@@ -70,7 +71,7 @@ export interface ProcessGroupOptions {
   maxOutputChars?: number;
   /** Also print every line, prefixed, on this process's stdout (a local stack's console). */
   echo?: boolean;
-  /** Called when a process exits before stopAll(): a local stack stops then. */
+  /** Called when a process exits before stopAll() (a benchmark ends then; a local stack restarts it through its supervisor instead). */
   onUnexpectedExit?: (name: string, how: string) => void;
 }
 
@@ -215,40 +216,112 @@ export async function removeWorkflowBundleFile(): Promise<void> {
   bundleFile = undefined;
 }
 
+/** A process of the group as the supervisor sees it: its pid, how it ended, what it said last. */
+export function asRun(p: RunningProcess): Run {
+  return { pid: p.pid, exited: p.exited.then((e) => e.signal ?? `code ${e.code}`), lastLines: () => p.output().slice(-6_000) };
+}
+
+export interface SupervisedStackOptions {
+  /** The stack's own lines (restarts, stopping). */
+  log: (line: string) => void;
+  /** Stops what is not a process of the group (a dev server, a cluster, nginx), after the group's. */
+  stopRest: () => Promise<void>;
+  /** Called once everything is stopped: `npm start` exits with the code, a test records it. */
+  exit: (code: number, why?: string) => void;
+  /** Where a failed start-up's reason goes (the console's stderr); the log by default. */
+  startFailed?: (message: string) => void;
+  group?: ProcessGroupOptions;
+  clock?: Clock;
+}
+
+/**
+ * The processes of a stack under one supervisor (./supervisor.ts), with one way down: a failed
+ * start-up, a part in a crash loop, Ctrl-C. Going down, nothing is restarted any more; the
+ * group's processes stop, then the rest (`stopRest`), then `exit`. `npm start` and
+ * `npm run cluster` run through localStack() below, the cluster tests through this directly.
+ */
+export class SupervisedStack {
+  readonly group: ProcessGroup;
+  readonly supervisor: Supervisor;
+  private down?: Promise<void>;
+
+  constructor(private readonly o: SupervisedStackOptions) {
+    this.group = new ProcessGroup(o.group);
+    this.supervisor = new Supervisor({
+      log: o.log,
+      clock: o.clock,
+      onCrashLoop: (_name, message) => {
+        o.log(message);
+        void this.shutdown(1, message);
+      },
+    });
+  }
+
+  /** Starts one of the project's processes, waits until it is ready and restarts it whenever it exits. */
+  start(spec: ProcessSpec): Promise<RunningProcess> {
+    let proc!: RunningProcess;
+    return this.supervisor
+      .start({
+        name: spec.name,
+        start: async () => asRun((proc = await this.group.start(spec))),
+      })
+      .then(() => proc);
+  }
+
+  /** The same for a part started some other way (nginx, a Temporal service, PostgreSQL). */
+  supervise(name: string, start: () => Promise<Run>): Promise<Run> {
+    return this.supervisor.start({ name, start });
+  }
+
+  get stopping(): boolean {
+    return this.down !== undefined;
+  }
+
+  shutdown(code: number, why?: string): Promise<void> {
+    this.down ??= (async () => {
+      this.supervisor.stop();
+      this.o.log('stopping...');
+      await this.group.stopAll();
+      await this.o.stopRest();
+      this.o.log('stopped');
+      this.o.exit(code, why);
+    })();
+    return this.down;
+  }
+
+  /** Runs the start-up; if it fails, says why and stops what had started. */
+  run(startUp: () => Promise<void>): Promise<void> {
+    return startUp().catch(async (err: Error) => {
+      if (this.stopping) return; // Ctrl-C or a crash loop during the start-up: already on its way down
+      (this.o.startFailed ?? this.o.log)(err.message);
+      await this.shutdown(1, err.message);
+    });
+  }
+}
+
 /**
  * A local stack (`npm start`, `npm run cluster`): its services' every line on the console, no
- * limit on how long one takes to be ready (a worker bundles its workflows first), and one way
- * down for Ctrl-C, SIGTERM, a failed start-up and a part that exits early: the services, then
- * the stack's own parts (`stopRest`), then exit.
+ * limit on how long one takes to be ready (a worker bundles its workflows first), each part
+ * restarted when it exits (./supervisor.ts), and one way down for Ctrl-C, SIGTERM, a failed
+ * start-up and a part in a crash loop: the services, then the stack's own parts (`stopRest`),
+ * then exit.
  */
 export function localStack(name: string, log: (line: string) => void, stopRest: () => Promise<void>) {
-  let stopping = false;
-  const shutdown = async (code: number): Promise<void> => {
-    if (stopping) return;
-    stopping = true;
-    log('stopping...');
-    await group.stopAll();
-    await stopRest();
-    log('stopped');
-    process.exit(code);
-  };
-  /** A part of the stack ended on its own: the stack stops. */
-  const exited = (part: string, how: string) => {
-    if (stopping) return;
-    log(`${part} exited (${how}); stopping the stack`);
-    void shutdown(1);
-  };
-  const group = new ProcessGroup({ echo: true, maxOutputChars: 1_000_000, onUnexpectedExit: exited });
-  process.on('SIGINT', () => void shutdown(0));
-  process.on('SIGTERM', () => void shutdown(0));
+  const stack = new SupervisedStack({
+    log,
+    stopRest,
+    exit: (code) => process.exit(code),
+    startFailed: (message) => console.error(`[${name}] ${message}`),
+    group: { echo: true, maxOutputChars: 1_000_000 },
+  });
+  process.on('SIGINT', () => void stack.shutdown(0));
+  process.on('SIGTERM', () => void stack.shutdown(0));
   return {
-    start: (part: string, entry: string, env: NodeJS.ProcessEnv, ready: RegExp) => group.start({ name: part, entry, env, ready, startTimeoutMs: 0 }),
-    exited,
+    start: (part: string, entry: string, env: NodeJS.ProcessEnv, ready: RegExp) => stack.start({ name: part, entry, env, ready, startTimeoutMs: 0 }),
+    /** Supervises a part that is not one of the project's processes (nginx, Temporal's). */
+    supervise: (part: string, start: () => Promise<Run>) => stack.supervise(part, start),
+    supervisor: stack.supervisor,
     /** Runs the start-up; if it fails, says why and stops what had started. */
-    run: (startUp: () => Promise<void>) =>
-      startUp().catch(async (err: Error) => {
-        console.error(`[${name}] ${err.message}`);
-        await shutdown(1);
-      }),
+    run: (startUp: () => Promise<void>) => stack.run(startUp),
   };
 }

@@ -6,7 +6,8 @@
  *   - the delivery worker,
  *   - the webhook bridge (http://127.0.0.1:8080), sharing a webhook secret with the simulator,
  *   - the codec endpoint (http://127.0.0.1:8234) through which the Web UI decrypts payloads.
- * Ctrl-C stops everything; started again, the dev server finds its workflows where it left them
+ * The simulator, worker, bridge and codec endpoint are started again when they exit
+ * (scripts/supervisor.ts). Ctrl-C stops everything; started again, the dev server finds its workflows where it left them
  * and the simulator their deliveries (which go on advancing, their pending webhooks resent).
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';

@@ -9,6 +9,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { accepts, stopProcess } from '../temporal-dev-server';
+import type { Run } from '../supervisor';
 
 export const NGINX_TEMPLATE = join(__dirname, '../../deploy/nginx-bridges.conf');
 
@@ -38,6 +39,8 @@ export function renderNginxConfig(o: { listenPort: number; bridgePorts: number[]
 export class LoadBalancer {
   private child?: ChildProcess;
   private recent = '';
+  /** The worker processes of the master last started: a killed master leaves them serving. */
+  private workers: number[] = [];
 
   constructor(
     private readonly o: { nginx: string; dir: string; listenPort: number; bridgePorts: number[]; output?: (line: string) => void },
@@ -47,7 +50,10 @@ export class LoadBalancer {
     return `http://127.0.0.1:${this.o.listenPort}`;
   }
 
-  async start(): Promise<void> {
+  async start(): Promise<Run> {
+    // A master that was killed (SIGKILL: it could not stop them) leaves its workers listening,
+    // with the old config, and the new master could not bind the port.
+    await endOrphans(this.workers);
     mkdirSync(join(this.o.dir, 'tmp'), { recursive: true });
     const conf = join(this.o.dir, 'nginx.conf');
     writeFileSync(conf, renderNginxConfig({ listenPort: this.o.listenPort, bridgePorts: this.o.bridgePorts, prefix: this.o.dir }));
@@ -55,6 +61,8 @@ export class LoadBalancer {
     if (test.status !== 0) throw new Error(`nginx rejected its config ${conf}:\n${test.stderr}`);
     const child = spawn(this.o.nginx, ['-e', 'stderr', '-p', this.o.dir, '-c', conf], { stdio: ['ignore', 'pipe', 'pipe'] });
     this.child = child;
+    const exited = new Promise<string>((r) => child.once('exit', (code, signal) => r(signal ?? `code ${code}`)));
+    this.recent = '';
     const onData = (chunk: Buffer) => {
       this.recent = (this.recent + chunk.toString()).slice(-4000);
       for (const line of chunk.toString().split('\n').filter(Boolean)) this.o.output?.(line);
@@ -64,7 +72,11 @@ export class LoadBalancer {
     const deadline = Date.now() + 30_000;
     for (;;) {
       if (child.exitCode !== null || child.signalCode !== null) throw new Error(`nginx exited while starting (port ${this.o.listenPort}):\n${this.recent.trim()}`);
-      if (await accepts(this.o.listenPort)) return;
+      const workers = childrenOf(child.pid!);
+      if (workers.length > 0 && (await accepts(this.o.listenPort))) {
+        this.workers = workers;
+        return { pid: child.pid, exited, lastLines: () => this.recent };
+      }
       if (Date.now() > deadline) throw new Error(`nginx did not listen on ${this.url} within 30 s:\n${this.recent.trim()}`);
       await new Promise((r) => setTimeout(r, 100));
     }
@@ -73,5 +85,26 @@ export class LoadBalancer {
   /** SIGTERM to nginx's master: it stops its workers and exits. */
   async stop(): Promise<void> {
     if (this.child) await stopProcess(this.child, 10_000);
+    await endOrphans(this.workers);
   }
+}
+
+/** The processes whose parent is `pid` (nginx's master forks its workers once it listens). */
+function childrenOf(pid: number): number[] {
+  const r = spawnSync('pgrep', ['-P', String(pid)], { encoding: 'utf8' });
+  return r.stdout.split('\n').filter(Boolean).map(Number);
+}
+
+/** SIGTERMs those of these nginx workers still alive (and still nginx workers), and waits until they are gone. */
+async function endOrphans(pids: number[]): Promise<void> {
+  const isWorker = (pid: number) => {
+    try {
+      return readFileSync(`/proc/${pid}/cmdline`, 'utf8').startsWith('nginx: worker');
+    } catch {
+      return false; // gone
+    }
+  };
+  const alive = pids.filter(isWorker);
+  for (const pid of alive) process.kill(pid, 'SIGTERM');
+  for (let i = 0; i < 50 && alive.some(isWorker); i++) await new Promise((r) => setTimeout(r, 100));
 }

@@ -12,6 +12,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { chownSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { accepts } from '../temporal-dev-server';
+import type { Run } from '../supervisor';
 
 type Log = (line: string) => void;
 
@@ -75,7 +76,7 @@ function runAs(): { uid: number; gid: number } | undefined {
 
 export class Postgres {
   private child?: ChildProcess;
-  private exited?: Promise<void>;
+  private exited?: Promise<string>;
   private recent = '';
   private readonly bin: string;
   private readonly owner = runAs();
@@ -124,13 +125,13 @@ export class Postgres {
   }
 
   /** Starts the server and waits until it accepts connections; rejects with its output if it cannot start. */
-  async start(timeoutMs = 60_000): Promise<void> {
+  async start(timeoutMs = 60_000): Promise<Run> {
     this.init();
     const args = ['-D', this.o.dataDir, '-p', String(this.o.port), '-c', 'listen_addresses=127.0.0.1', '-c', "unix_socket_directories=", '-c', 'max_connections=200', '-c', 'fsync=on'];
     this.recent = '';
     const child = spawn(join(this.bin, 'postgres'), args, { stdio: ['ignore', 'pipe', 'pipe'], ...this.owner, cwd: '/' });
     this.child = child;
-    this.exited = new Promise((r) => child.once('exit', () => r()));
+    const exited = (this.exited = new Promise((r) => child.once('exit', (code, signal) => r(signal ?? `code ${code}`))));
     const onData = (chunk: Buffer) => {
       this.recent = (this.recent + chunk.toString()).slice(-4000);
       for (const line of chunk.toString().split('\n').filter(Boolean)) this.o.output?.(line);
@@ -140,7 +141,7 @@ export class Postgres {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       if (!this.running) throw new Error(`PostgreSQL could not start (data ${this.o.dataDir}, port ${this.o.port}):\n${this.recent.trim()}`);
-      if (/ready to accept connections/.test(this.recent) && (await accepts(this.o.port))) return;
+      if (/ready to accept connections/.test(this.recent) && (await accepts(this.o.port))) return { pid: child.pid, exited, lastLines: () => this.recent };
       if (Date.now() > deadline) {
         child.kill('SIGKILL');
         throw new Error(`PostgreSQL did not accept connections on 127.0.0.1:${this.o.port} within ${timeoutMs} ms:\n${this.recent.trim()}`);

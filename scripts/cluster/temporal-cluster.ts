@@ -24,6 +24,7 @@ import { accepts, freePort, stopProcess } from '../temporal-dev-server';
 import { Postgres, storedPassword } from './postgres';
 import { ensureSchema } from './schema';
 import { TEMPORAL_SERVER_VERSION, type ServerTools } from './tools';
+import type { Run, Supervisor } from '../supervisor';
 
 const run = promisify(execFile);
 export const ROOT = join(__dirname, '../..');
@@ -34,13 +35,43 @@ export type ServiceKind = 'frontend' | 'history' | 'matching' | 'worker';
 
 /** The service processes: two history and two matching share the shards and task queues between them. */
 export const SERVICE_PROCESSES: { name: string; service: ServiceKind }[] = [
-  { name: 'history-1', service: 'history' },
-  { name: 'history-2', service: 'history' },
   { name: 'matching-1', service: 'matching' },
   { name: 'matching-2', service: 'matching' },
+  { name: 'history-1', service: 'history' },
+  { name: 'history-2', service: 'history' },
   { name: 'frontend', service: 'frontend' },
   { name: 'worker', service: 'worker' },
 ];
+
+/**
+ * The order they start in, stage by stage (a stage's processes at once), for a start that
+ * prints no error line:
+ * - one process alone first: on a new database it writes the cluster metadata, and several at
+ *   once race for it and the losers exit ("failed to initialize current cluster metadata");
+ * - matching before history: a history process asks matching for the Nexus endpoints as it
+ *   starts ("error from matching when initializing Nexus endpoint cache: Not enough hosts");
+ * - one history process at a time, each stage until the shards stay with their owners
+ *   (shardsSettled): two at once both acquire the same shards ("Couldn't acquire shard");
+ * - the frontend and the worker service (which starts the system workflows at once) last: a
+ *   request that reaches a shard while it moves fails ("Shard is owned by ... but not by ...").
+ */
+export const START_ORDER: string[][] = [['matching-1'], ['matching-2', 'history-1'], ['history-2'], ['frontend', 'worker']];
+
+/**
+ * The order they stop in: each before what it calls (the worker service polls the frontend, the
+ * frontend calls history and matching, history calls matching), so that none logs errors about
+ * a peer that is already gone.
+ */
+export const STOP_ORDER: string[][] = [['ui'], ['worker'], ['frontend'], ['history-1', 'history-2'], ['matching-1', 'matching-2']];
+
+/**
+ * Error lines a history process prints while it acquires its shards, on every start: a queue
+ * reader asks a shard that is still being loaded and tries again. Within START_NOISE_MS of a
+ * process's start they are kept for its crash message but not shown: on a healthy start an
+ * `error` line must mean something.
+ */
+const START_NOISE = [/"msg":"Queue reader unable to retrieve tasks".*"error":"shard status unknown"/];
+const START_NOISE_MS = 30_000;
 
 export interface ClusterPorts {
   postgres: number;
@@ -115,13 +146,19 @@ export interface ClusterOptions {
   log: (line: string) => void;
   /** Every line the cluster's processes print, prefixed with the process name. */
   output?: (name: string, line: string) => void;
+  /**
+   * Restarts each process (PostgreSQL, every service, the UI server) when it exits on its own
+   * (`npm run cluster`, the cluster tests); without it an exit is left alone (a benchmark).
+   */
+  supervisor?: Supervisor;
 }
 
 interface ServiceProcess {
   name: string;
   service: ServiceKind | 'ui';
   child: ChildProcess;
-  exited: Promise<void>;
+  /** How it ended: `SIGKILL`, `code 1`. */
+  exited: Promise<string>;
   recent: string;
 }
 
@@ -135,10 +172,6 @@ export class TemporalCluster {
   private readonly processes = new Map<string, ServiceProcess>();
   /** deploy/temporal-dynamic-config.yaml plus this cluster's Nexus settings, which name its ports. */
   private readonly dynamicConfigFile: string;
-  /** Processes that exit while this is false were not stopped by us. */
-  private stopping = false;
-  /** Called when a process exits without being told to (`npm run cluster` stops everything). */
-  onUnexpectedExit?: (name: string, detail: string) => void;
 
   constructor(readonly o: ClusterOptions) {
     this.namespace = o.namespace ?? 'default';
@@ -168,7 +201,7 @@ export class TemporalCluster {
     try {
       await assertPortsFree(this.portList());
       this.o.log(`[cluster] PostgreSQL on 127.0.0.1:${this.o.ports.postgres} (data ${this.postgres.dataDir})`);
-      await this.postgres.start();
+      await this.supervised('postgresql', () => this.postgres.start());
       const versions = ensureSchema({
         sqlTool: this.o.tools.sqlTool,
         schemaDir: this.o.tools.postgresSchemaDir,
@@ -180,15 +213,15 @@ export class TemporalCluster {
       });
       this.o.log(`[cluster] schema: ${Object.entries(versions).map(([db, v]) => `${db} ${v}`).join(', ')}`);
       this.o.log(`[cluster] starting ${SERVICE_PROCESSES.map((p) => p.name).join(', ')}...`);
-      // The first process writes the cluster's metadata into a new database; several at once
-      // race for it and the losers exit ("failed to initialize current cluster metadata").
-      const [first, ...rest] = SERVICE_PROCESSES;
-      await this.startService(first!.name);
-      await Promise.all(rest.map((p) => this.startService(p.name)));
+      // In stages, each history stage until its shards settle (START_ORDER says why).
+      for (const stage of START_ORDER) {
+        await Promise.all(stage.map((name) => this.supervised(name, () => this.startService(name))));
+        if (stage.some((name) => name.startsWith('history'))) await this.shardsSettled();
+      }
       await this.waitForFrontend(120_000);
       await this.registerNamespace();
       await this.registerSearchAttributes();
-      if (this.o.ports.ui) await this.startUi();
+      if (this.o.ports.ui) await this.supervised('ui', () => this.startUi());
     } catch (err) {
       await this.stop();
       throw err;
@@ -220,24 +253,34 @@ export class TemporalCluster {
     return env;
   }
 
+  /** Starts a process under the supervisor, if there is one. */
+  private supervised(name: string, start: () => Promise<Run>): Promise<Run> {
+    return this.o.supervisor ? this.o.supervisor.start({ name, start }) : start();
+  }
+
   private spawnLogged(name: string, service: ServiceProcess['service'], command: string, args: string[], env: NodeJS.ProcessEnv): ServiceProcess {
     const child = spawn(command, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    const proc: ServiceProcess = { name, service, child, recent: '', exited: new Promise((r) => child.once('exit', () => r())) };
+    const proc: ServiceProcess = { name, service, child, recent: '', exited: new Promise((r) => child.once('exit', (code, signal) => r(signal ?? `code ${code}`))) };
+    const started = Date.now();
     const onData = (chunk: Buffer) => {
       proc.recent = (proc.recent + chunk.toString()).slice(-4000);
-      for (const line of chunk.toString().split('\n').filter(Boolean)) this.o.output?.(name, line);
+      for (const line of chunk.toString().split('\n').filter(Boolean)) {
+        if (Date.now() - started < START_NOISE_MS && START_NOISE.some((re) => re.test(line))) continue;
+        this.o.output?.(name, line);
+      }
     };
     child.stdout!.on('data', onData);
     child.stderr!.on('data', onData);
-    child.once('exit', (code, signal) => {
-      if (!this.stopping && this.processes.get(name) === proc && !expectedExits.has(child)) this.onUnexpectedExit?.(name, `${signal ?? `exit ${code}`}\n${proc.recent.slice(-1500)}`);
-    });
     this.processes.set(name, proc);
     return proc;
   }
 
+  private static asRun(proc: ServiceProcess): Run {
+    return { pid: proc.child.pid, exited: proc.exited, lastLines: () => proc.recent };
+  }
+
   /** Starts (or starts again) one service process and waits until it listens. */
-  async startService(name: string): Promise<void> {
+  async startService(name: string): Promise<Run> {
     const spec = SERVICE_PROCESSES.find((p) => p.name === name);
     if (!spec) throw new Error(`no cluster process named ${name}`);
     const args = ['--root', ROOT, '--config', 'deploy', '--env', 'temporal-cluster', '--allow-no-auth', 'start', '--service', spec.service];
@@ -247,17 +290,33 @@ export class TemporalCluster {
     const deadline = Date.now() + 120_000;
     for (;;) {
       if (proc.child.exitCode !== null || proc.child.signalCode !== null) throw new Error(`Temporal ${name} exited while starting:\n${proc.recent.trim()}`);
-      if (await accepts(port)) return;
+      if (await accepts(port)) return TemporalCluster.asRun(proc);
       if (Date.now() > deadline) throw new Error(`Temporal ${name} did not listen on 127.0.0.1:${port} within 120 s:\n${proc.recent.trim()}`);
       await sleep(250);
     }
   }
 
-  /** Sends a signal to one process (SIGKILL by default) and waits until it is gone. */
+  /**
+   * Waits until the history shards stay with their owners: every acquisition of a shard raises
+   * its range_id, so the shards table unchanged for 2 s means no shard is moving. A cluster that
+   * does not settle within 20 s starts anyway (it only logs more while it settles).
+   */
+  private async shardsSettled(): Promise<void> {
+    const deadline = Date.now() + 20_000;
+    let last = '';
+    let since = Date.now();
+    while (Date.now() < deadline) {
+      const { ok, out } = this.postgres.query('temporal', "SELECT count(*) || ':' || coalesce(string_agg(shard_id || '@' || range_id, ',' ORDER BY shard_id), '') FROM shards");
+      if (!ok || out !== last) [last, since] = [out, Date.now()];
+      else if (!out.startsWith('0:') && Date.now() - since >= 2_000) return;
+      await sleep(250);
+    }
+  }
+
+  /** Sends a signal to one process (SIGKILL by default) and waits until it is gone; a supervisor then starts it again. */
   async kill(name: string, signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
     const proc = this.processes.get(name);
     if (!proc) throw new Error(`no cluster process named ${name}`);
-    expectedExits.add(proc.child);
     proc.child.kill(signal);
     await proc.exited;
   }
@@ -323,7 +382,7 @@ export class TemporalCluster {
     }
   }
 
-  private async startUi(): Promise<void> {
+  private async startUi(): Promise<Run> {
     const dir = join(this.o.dataDir, 'ui-config');
     mkdirSync(dir, { recursive: true });
     const config = {
@@ -342,7 +401,7 @@ export class TemporalCluster {
     const deadline = Date.now() + 60_000;
     for (;;) {
       if (proc.child.exitCode !== null || proc.child.signalCode !== null) throw new Error(`the Temporal Web UI server exited while starting:\n${proc.recent.trim()}`);
-      if (await accepts(this.o.ports.ui!)) return;
+      if (await accepts(this.o.ports.ui!)) return TemporalCluster.asRun(proc);
       if (Date.now() > deadline) throw new Error(`the Temporal Web UI server did not listen on ${this.uiUrl} within 60 s:\n${proc.recent.trim()}`);
       await sleep(250);
     }
@@ -350,20 +409,17 @@ export class TemporalCluster {
 
   /** SIGKILLs every process at once (a benchmark's watchdog, on its way out). */
   killAll(): void {
-    this.stopping = true;
     for (const p of this.processes.values()) p.child.kill('SIGKILL');
     if (this.postgres.pid) process.kill(this.postgres.pid, 'SIGKILL');
   }
 
-  /** Stops every process (Temporal services first, PostgreSQL last). */
+  /** Stops every process in STOP_ORDER, PostgreSQL last. */
   async stop(): Promise<void> {
-    this.stopping = true;
-    await Promise.all([...this.processes.values()].map((p) => stopProcess(p.child, 15_000)));
+    const rest = [...this.processes.keys()].filter((name) => !STOP_ORDER.flat().includes(name));
+    for (const stage of [...STOP_ORDER, rest]) await Promise.all(stage.map((name) => this.processes.get(name)).map((p) => p && stopProcess(p.child, 15_000)));
     await this.postgres.stop();
   }
 }
-
-const expectedExits = new WeakSet<ChildProcess>();
 
 /**
  * What server 1.29.1 needs for Nexus besides the frontend's HTTP port: Nexus on, the URL a

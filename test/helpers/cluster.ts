@@ -2,9 +2,11 @@
  * The production-shaped stack of `npm run cluster` for the `cluster` test project, on free ports
  * and in a temporary data directory: the Temporal cluster on PostgreSQL
  * (scripts/cluster/temporal-cluster.ts), the simulator, N delivery worker processes, 2 bridge
- * processes and nginx in front of them, which the simulator's webhooks go through. Every
- * process can be killed and started again on the same ports; the test talks to the processes
- * only through their public surfaces (client library, CLI, HTTP, the simulator's /_sim API).
+ * processes and nginx in front of them, which the simulator's webhooks go through. As in
+ * `npm run cluster`, every process runs under the product's supervisor (SupervisedStack,
+ * scripts/supervisor.ts): a test kills a process and the stack itself starts it again, or stops
+ * on a crash loop (`stoppedWith`). The test talks to the processes only through their public
+ * surfaces (client library, CLI, HTTP, the simulator's /_sim API) and kills them by pid.
  */
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -19,7 +21,8 @@ import { freeClusterPorts, TemporalCluster } from '../../scripts/cluster/tempora
 import { ensureServerTools } from '../../scripts/cluster/tools';
 import { ensureTemporalCli } from '../../scripts/temporal-cli';
 import { freePort } from '../../scripts/temporal-dev-server';
-import { ENTRY, ProcessGroup, workflowBundleFile, type RunningProcess } from '../../scripts/processes';
+import { ENTRY, SupervisedStack, workflowBundleFile, type ProcessGroup } from '../../scripts/processes';
+import type { PartStatus } from '../../scripts/supervisor';
 import { SimulatorControl } from './processes';
 
 export interface ClusterStackOptions {
@@ -29,9 +32,12 @@ export interface ClusterStackOptions {
 }
 
 export class ClusterStack {
-  readonly group = new ProcessGroup({ maxOutputChars: 3_000_000 });
-  readonly workers: (RunningProcess | undefined)[] = [];
-  readonly bridges: (RunningProcess | undefined)[] = [];
+  /** The product's supervisor and way down, as `npm run cluster` runs them. */
+  readonly stack: SupervisedStack;
+  /** Why the stack went down on its own (a part in a crash loop), once it has. */
+  stoppedWith?: string;
+  /** The output of every process, and the supervisor's lines as `[stack] ...`. */
+  readonly group: ProcessGroup;
   env: Record<string, string> = {};
   sim!: SimulatorControl;
   cluster!: TemporalCluster;
@@ -42,9 +48,18 @@ export class ClusterStack {
   private bridgePorts: number[] = [];
   private bundle?: string;
   private readonly dataDir: string;
-  private starts = 0;
 
   private constructor(private readonly o: ClusterStackOptions) {
+    this.stack = new SupervisedStack({
+      log: (line) => this.group.log('stack', line),
+      stopRest: async () => {
+        await this.lb?.stop();
+        await this.cluster?.stop();
+      },
+      exit: (code, why) => (this.stoppedWith = why ?? `stopped with code ${code}`),
+      group: { maxOutputChars: 3_000_000 },
+    });
+    this.group = this.stack.group;
     this.dataDir = mkdtempSync(join(tmpdir(), 'cluster-test-'));
     // PostgreSQL runs as the postgres user when the tests run as root: it must reach its data dir.
     chmodSync(this.dataDir, 0o755);
@@ -66,7 +81,7 @@ export class ClusterStack {
     const nginx = findNginx(log);
     const [cli, tools] = [await ensureTemporalCli(log), await ensureServerTools((l) => process.stderr.write(`${l}\n`))];
     const ports = await freeClusterPorts(false);
-    this.cluster = new TemporalCluster({ tools, cli, dataDir: this.dataDir, ports, log, output: (name, line) => this.group.log(name, line) });
+    this.cluster = new TemporalCluster({ tools, cli, dataDir: this.dataDir, ports, log, output: (name, line) => this.group.log(name, line), supervisor: this.stack.supervisor });
     this.bundle = await workflowBundleFile();
     await this.cluster.start();
 
@@ -84,7 +99,7 @@ export class ClusterStack {
       DELIVERY_WEBHOOK_SECRETS: secret,
     };
     this.lb = new LoadBalancer({ nginx, dir: join(this.dataDir, 'nginx'), listenPort: lbPort, bridgePorts: this.bridgePorts, output: (l) => this.group.log('nginx', l) });
-    await this.group.start({
+    await this.stack.start({
       name: 'simulator',
       ...ENTRY.simulator,
       env: {
@@ -97,29 +112,42 @@ export class ClusterStack {
     });
     this.sim = new SimulatorControl(this.env.DELIVERY_API_URL!);
     await Promise.all([...this.bridgePorts.map((_, i) => this.startBridge(i)), ...Array.from({ length: this.o.workers }, (_, i) => this.startWorker(i))]);
-    await this.lb.start();
+    await this.stack.supervise('nginx', () => this.lb.start());
 
     this.connection = await connectClient({ address: this.cluster.address });
     this.temporal = new Client({ connection: this.connection, namespace: this.cluster.namespace, dataConverter: dataConverterFromEnv(this.env) });
     this.client = new DeliveryClient({ temporal: this.temporal, taskQueue: this.env.DELIVERY_TASK_QUEUE!, followUp: { endGraceMs: 0 } });
   }
 
-  async startWorker(i: number): Promise<RunningProcess> {
-    this.workers[i] = await this.group.start({
-      name: `worker-${i + 1}#${++this.starts}`,
+  private async startWorker(i: number): Promise<void> {
+    await this.stack.start({
+      name: `worker-${i + 1}`,
       ...ENTRY.worker,
       env: { ...this.env, LOG_LEVEL: 'WARN', WORKER_WORKFLOW_BUNDLE: this.bundle, ...this.o.workerEnv },
     });
-    return this.workers[i]!;
   }
 
-  async startBridge(i: number): Promise<RunningProcess> {
-    this.bridges[i] = await this.group.start({
-      name: `bridge-${i + 1}#${++this.starts}`,
+  private async startBridge(i: number): Promise<void> {
+    await this.stack.start({
+      name: `bridge-${i + 1}`,
       ...ENTRY.bridge,
       env: { ...this.env, BRIDGE_HOST: '127.0.0.1', BRIDGE_PORT: String(this.bridgePorts[i]), BRIDGE_ADMIN_PORT: '0', BRIDGE_RETRY_AFTER_SECONDS: '1' },
     });
-    return this.bridges[i]!;
+  }
+
+  /** What the supervisor knows of a part (`matching-1`, `postgresql`, `bridge-2`, `worker-1`, `nginx`): running or not, its pid, its restarts. */
+  part(name: string): PartStatus {
+    const status = this.stack.supervisor.status(name);
+    if (!status) throw new Error(`no part named ${name} in the cluster stack`);
+    return status;
+  }
+
+  /** SIGKILLs a part's process, as a crash or the OOM killer would; the stack is left to restart it. Returns its pid. */
+  kill(name: string): number {
+    const { pid, state } = this.part(name);
+    if (state !== 'running' || !pid) throw new Error(`${name} is not running (${state})`);
+    process.kill(pid, 'SIGKILL');
+    return pid;
   }
 
   bridgeUrl(i: number): string {
@@ -131,10 +159,10 @@ export class ClusterStack {
     return { ...process.env, ...this.env };
   }
 
-  /** Stops everything, each part even if another fails to stop. */
+  /** Stops everything the way `npm run cluster` does on Ctrl-C (nothing if a crash loop already did). */
   async stop(): Promise<void> {
     const errors: unknown[] = [];
-    for (const step of [() => this.connection?.close(), () => this.group.stopAll(), () => this.lb?.stop(), () => this.cluster?.stop()]) {
+    for (const step of [() => this.connection?.close(), () => this.stack.shutdown(0)]) {
       await Promise.resolve()
         .then(step)
         .catch((e: unknown) => errors.push(e));

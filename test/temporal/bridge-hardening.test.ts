@@ -326,7 +326,9 @@ describe('what a replay or a flood costs (issue 17)', () => {
         };
       },
     };
-    return { client: { workflow } as unknown as Client, signals: () => signals, describes: () => describes };
+    // The bridge bounds each call with the client's deadline (BRIDGE_TEMPORAL_TIMEOUT_MS): the real client's.
+    const withDeadline = <R>(deadline: number | Date, fn: () => Promise<R>) => stack.temporal.withDeadline(deadline, fn);
+    return { client: { workflow, withDeadline } as unknown as Client, signals: () => signals, describes: () => describes };
   }
 
   async function bridgeWith(extra: Partial<Parameters<typeof createBridge>[0]> = {}) {
