@@ -11,21 +11,19 @@ export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * A benchmark's counts and settings from `<PREFIX>_BENCH_<NAME>` (e.g. SCALE_BENCH_DELIVERIES),
- * each a non-negative number; `overrides` lists the ones set, for the figures. bench/main.ts
- * writes every `*_BENCH_*` variable into the result's command, so a run can be repeated as it was.
+ * each a non-negative number. bench/main.ts writes every `*_BENCH_*` variable into the result's
+ * command, so a run can be repeated as it was.
  */
 export function benchSettings(prefix: string) {
-  const overrides: string[] = [];
   const num = (name: string, fallback: number): number => {
     const key = `${prefix}_BENCH_${name}`;
     const text = process.env[key];
     if (text === undefined || text === '') return fallback;
     const value = Number(text);
     if (!Number.isFinite(value) || value < 0) throw new Error(`${key} must be a non-negative number, not "${text}"`);
-    overrides.push(`${name}=${value}`);
     return value;
   };
-  return { num, overrides };
+  return { num };
 }
 
 /** Progress lines on stderr, `[name 42s] ...` with the seconds since the benchmark began. */

@@ -12,7 +12,7 @@ import { ensureTemporalCli } from '../scripts/temporal-cli';
 import { startDevServer, type DevServer } from '../scripts/temporal-dev-server';
 
 /** Every process this one started, and theirs (from /proc): a benchmark leaves none behind. */
-function descendants(): number[] {
+export function descendants(): number[] {
   const parents = new Map<number, number>();
   for (const name of readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
     try {
@@ -31,17 +31,23 @@ function descendants(): number[] {
 function watchdog(progress: (line: string) => void, timeLimitMs: number): NodeJS.Timeout {
   const timer = setTimeout(() => {
     progress(`time limit of ${timeLimitMs / 60_000} min reached; killing the benchmark's processes and stopping`);
-    // All found before any is killed: a killed parent's children would move to init and out of sight.
-    for (const pid of descendants()) {
-      try {
-        process.kill(pid, 'SIGKILL');
-      } catch {
-        // gone meanwhile
-      }
-    }
+    killDescendants();
     process.exit(1);
   }, timeLimitMs);
   return timer.unref();
+}
+
+/** SIGKILLs every descendant. All are found before any is killed: a killed parent's children would move to init and out of sight. */
+export function killDescendants(): number[] {
+  const pids = descendants();
+  for (const pid of pids) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return pids;
 }
 
 export async function startBenchServer(progress: (line: string) => void, timeLimitMs: number): Promise<{ cli: string; server: DevServer; watchdog: NodeJS.Timeout }> {

@@ -144,7 +144,6 @@ export async function webhooksBenchmark(): Promise<BenchmarkOutput> {
     const perEvent = (side: 'bridge_rounds' | 'raw_rounds', parts: Part[]) => Object.fromEntries(parts.map((p) => [`${side}_cpu_ms_per_event_${p}`, Number(((cpu[side].seconds[p] * 1000) / events).toFixed(3))]));
     const p50p99 = (name: string, ms: number[]) => ({ [`${name}_p50_ms`]: summarize(ms).p50, [`${name}_p99_ms`]: summarize(ms).p99 });
     const figures = {
-      overrides: settings.overrides.join(' ') || 'none',
       bridge_webhooks_per_second: Math.round(bridgeRate),
       raw_signals_per_second: Math.round(rawRate),
       bridge_to_raw_ratio: Number((bridgeRate / rawRate).toFixed(3)),

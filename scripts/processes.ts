@@ -76,6 +76,15 @@ export interface ProcessGroupOptions {
 }
 
 const isolatedEnv = (): NodeJS.ProcessEnv => Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^(TEMPORAL_|DELIVERY_|PROVIDER_|WORKER_|SIMULATOR_|BRIDGE_)/.test(k)));
+
+/**
+ * A child's environment. NODE_OPTIONS is the caller's own (jest's, a profiler's `--cpu-prof`, a
+ * benchmark's `--expose-gc`), not the child's: it goes on only when the spec sets it.
+ */
+export function childEnv(spec: Pick<ProcessSpec, 'isolated' | 'env'>): NodeJS.ProcessEnv {
+  const { NODE_OPTIONS: _callers, ...inherited } = spec.isolated ? isolatedEnv() : process.env;
+  return { ...inherited, ...spec.env };
+}
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** What output() keeps of a process whose output goes through the group. */
 const OWN_OUTPUT_CHARS = 200_000;
@@ -118,7 +127,7 @@ export class ProcessGroup {
     const fd = logFile ? openSync(logFile, 'w') : undefined;
     const child = spawn(process.execPath, [...(spec.nodeArgs ?? []), '--import', 'tsx', join(ROOT, spec.entry)], {
       cwd: ROOT,
-      env: { ...(spec.isolated ? isolatedEnv() : process.env), ...spec.env },
+      env: childEnv(spec),
       stdio: fd === undefined ? ['ignore', 'pipe', 'pipe'] : [spec.interactive ? 'pipe' : 'ignore', spec.interactive ? 'pipe' : fd, fd],
     });
     if (fd !== undefined) closeSync(fd);
