@@ -16,7 +16,7 @@ import {
   type WorkflowHandle,
 } from '@temporalio/client';
 import { connectClient } from '../temporal/client-connection';
-import { ApplicationFailure, CancelledFailure, TerminatedFailure, TypedSearchAttributes } from '@temporalio/common';
+import { ApplicationFailure, CancelledFailure, TerminatedFailure } from '@temporalio/common';
 import { ProviderClient } from '../provider/client';
 import { providerConfigFromEnv, type ProviderConfig } from '../provider/config';
 import { pickupTimeIssues } from '../provider/rules';
@@ -32,7 +32,7 @@ import { describeIssues, fieldIssues } from '../provider/validation';
 import { approveQuoteUpdate, rejectQuoteUpdate, statusQuery, updateDeliveryUpdate } from '../contract/delivery-messages';
 import { timelineTotal, type CarriedQuote, type DeliveryOrder, type DeliveryResult, type DeliveryState, type DeliveryWorkflowInput, type FollowUpSettings, type TimelineEntry } from '../contract/delivery-types';
 import { DeliveryOrderSchema, DeliveryWorkflowInputSchema } from '../contract/schemas';
-import { deliveryStaticDetails, deliverySummary } from '../workflows/details';
+import { deliveryStartOptions } from '../workflows/start-options';
 import { quoteFingerprint } from '../workflows/quote-fingerprint';
 import * as SearchAttributes from '../contract/search-attributes';
 import { deliveryPriority } from '../contract/priorities';
@@ -157,22 +157,7 @@ export class DeliveryClient {
     const input = validateStart(order, { ...options, followUp }, Date.now());
     const workflowId = deliveryWorkflowId(input.reference);
     try {
-      await this.temporal.workflow.start('delivery', {
-        taskQueue: this.taskQueue,
-        workflowId,
-        args: [input],
-        // A reference is used once, ever: a finished delivery is not started again either.
-        workflowIdReusePolicy: 'REJECT_DUPLICATE',
-        // The workflow sets these itself in its first task; set here they are visible at once.
-        typedSearchAttributes: new TypedSearchAttributes([
-          { key: SearchAttributes.OrderReference, value: input.reference },
-          { key: SearchAttributes.IsFood, value: input.order.is_food },
-          { key: SearchAttributes.DestinationCount, value: input.order.destinations.length },
-        ]),
-        staticSummary: deliverySummary(input),
-        staticDetails: deliveryStaticDetails(input),
-        priority: deliveryPriority(input.order.is_food),
-      });
+      await this.temporal.workflow.start('delivery', { taskQueue: this.taskQueue, ...deliveryStartOptions(input) });
       return { reference: input.reference, workflowId, alreadyStarted: false };
     } catch (err) {
       if (err instanceof WorkflowExecutionAlreadyStartedError) return { reference: input.reference, workflowId, alreadyStarted: true };

@@ -12,7 +12,7 @@
 import * as nexus from 'nexus-rpc';
 import { getClient, operationInfo, startWorkflow, WorkflowRunOperationHandler } from '@temporalio/nexus';
 import { WorkflowExecutionAlreadyStartedError, WorkflowFailedError, WorkflowNotFoundError, WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
-import { ApplicationFailure, TypedSearchAttributes } from '@temporalio/common';
+import { ApplicationFailure } from '@temporalio/common';
 import type { z } from 'zod';
 import { deliveryInputIssues } from '../activities/start-checks';
 import { WORKFLOW_FAILURE_TYPES } from '../contract/failures';
@@ -20,11 +20,10 @@ import { approveQuoteUpdate, rejectQuoteUpdate, statusQuery, updateDeliveryUpdat
 import type { DeliveryState } from '../contract/delivery-types';
 import { DeliveryOrderSchema } from '../contract/schemas';
 import { deliveryPriority } from '../contract/priorities';
-import * as SearchAttributes from '../contract/search-attributes';
 import { deliveryWorkflowId } from '../contract/workflow-ids';
 import type { FieldIssue } from '../provider/schemas';
 import { describeIssues, fieldIssues } from '../provider/validation';
-import { deliveryStaticDetails, deliverySummary } from '../workflows/details';
+import { deliveryStartOptions } from '../workflows/start-options';
 import type { delivery, quoteOnly } from '../workflows/delivery';
 import { DeliveryReferenceInputSchema, RejectQuoteInputSchema, UpdateDeliveryInputSchema } from './schemas';
 import { deliveriesService, type CreateDeliveryInput } from './service';
@@ -111,20 +110,8 @@ export const deliveriesServiceHandler = nexus.serviceHandler(deliveriesService, 
   createDelivery: new WorkflowRunOperationHandler(async (ctx, input: CreateDeliveryInput) => {
     checkCreateDelivery(input);
     try {
-      return await startWorkflow<typeof delivery>(ctx, 'delivery', {
-        workflowId: deliveryWorkflowId(input.reference),
-        args: [input],
-        // As the client library starts it (client/delivery-client.ts): a reference is used once, ever.
-        workflowIdReusePolicy: 'REJECT_DUPLICATE',
-        typedSearchAttributes: new TypedSearchAttributes([
-          { key: SearchAttributes.OrderReference, value: input.reference },
-          { key: SearchAttributes.IsFood, value: input.order.is_food },
-          { key: SearchAttributes.DestinationCount, value: input.order.destinations.length },
-        ]),
-        staticSummary: deliverySummary(input),
-        staticDetails: deliveryStaticDetails(input),
-        priority: deliveryPriority(input.order.is_food),
-      });
+      // As the client library starts it (workflows/start-options.ts): a reference is used once, ever.
+      return await startWorkflow<typeof delivery>(ctx, 'delivery', deliveryStartOptions(input));
     } catch (err) {
       if (err instanceof WorkflowExecutionAlreadyStartedError) {
         const cause = ApplicationFailure.create({ type: DELIVERY_ALREADY_STARTED, message: `a delivery with reference ${input.reference} exists already: a reference is used once`, nonRetryable: true });
