@@ -27,6 +27,8 @@ import { SimulatorControl } from './processes';
 
 export interface ClusterStackOptions {
   workers: number;
+  /** Runs the Temporal Web UI server too, as `npm run cluster` does (cluster.uiUrl). */
+  ui?: boolean;
   simulatorEnv?: NodeJS.ProcessEnv;
   workerEnv?: NodeJS.ProcessEnv;
 }
@@ -80,7 +82,7 @@ export class ClusterStack {
     const log = (line: string) => this.group.log('setup', line);
     const nginx = findNginx(log);
     const [cli, tools] = [await ensureTemporalCli(log), await ensureServerTools((l) => process.stderr.write(`${l}\n`))];
-    const ports = await freeClusterPorts(false);
+    const ports = await freeClusterPorts(this.o.ui === true);
     this.cluster = new TemporalCluster({ tools, cli, dataDir: this.dataDir, ports, log, output: (name, line) => this.group.log(name, line), supervisor: this.stack.supervisor });
     this.bundle = await workflowBundleFile();
     await this.cluster.start();
