@@ -1,3 +1,4 @@
+// scripts/: running the stack: npm start, npm run cluster, process and Temporal CLI provisioning, generated documents.
 /**
  * `npm start`: the whole local stack in one command.
  *   - a Temporal dev server (gRPC 127.0.0.1:7233, Web UI http://127.0.0.1:8233, data in .data/),
