@@ -1,3 +1,4 @@
+// activities/: provider calls as activities, the gate's messages as local activities, the start checks.
 /**
  * Activities: one per provider call, built by a factory that receives the API client (so the
  * worker owns the key and tests can pass a client pointed at the simulator). Each honours the

@@ -9,18 +9,16 @@
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Client } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
-import { connectClient } from '../temporal/client-connection';
 import { DeliveryClient } from '../client/delivery-client';
 import { gateWorkflowId } from '../contract/workflow-ids';
 import { generateWebhookSecret } from '../provider/webhook-signature';
-import { ENTRY, ProcessGroup, removeWorkflowBundleFile, workflowBundleFile } from '../scripts/processes';
-import { createSimulator } from '../simulator/server';
+import { ENTRY } from '../scripts/processes';
 import { deliveryRequest } from '../test/fixtures/orders';
 import { barChart } from './charts';
-import { benchSettings, Cleanup, pool, processCpuSeconds, progressLog, type BenchmarkOutput } from './measure';
-import { startBenchServer } from './temporal';
+import { benchSettings, pool, processCpuSeconds, progressLog, type BenchmarkOutput } from './measure';
+import { benchStack, bridgeUrl, ROOMY_LIMITS, startBenchServer } from './temporal';
 
 const settings = benchSettings('COST');
 const DELIVERIES = settings.num('DELIVERIES', 10);
@@ -41,37 +39,26 @@ const progress = progressLog('cost');
  * upsert command; each update accepted. Queries are not in histories (the bench makes none).
  */
 export function countActions(events: readonly HistoryEvent[], within: (e: HistoryEvent) => boolean = () => true): Actions {
-  const a = Object.fromEntries(ACTION_TYPES.map((t) => [t, 0])) as Actions;
+  const a = empty();
   const localTasks = new Set<string>();
-  for (const e of events) {
-    if (!within(e)) continue;
-    switch (e.eventType) {
-      case E.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
-        a['workflow started']++;
-        break;
-      case E.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
-        a.signal++;
-        break;
-      case E.EVENT_TYPE_ACTIVITY_TASK_STARTED:
-        a['activity attempt'] += e.activityTaskStartedEventAttributes?.attempt ?? 1;
-        break;
-      case E.EVENT_TYPE_MARKER_RECORDED:
-        if (e.markerRecordedEventAttributes?.markerName === 'core_local_activity') localTasks.add(String(e.markerRecordedEventAttributes.workflowTaskCompletedEventId));
-        break;
-      case E.EVENT_TYPE_TIMER_STARTED:
-        a.timer++;
-        break;
-      case E.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES:
-        a['search attributes']++;
-        break;
-      case E.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED:
-        a.update++;
-        break;
-    }
+  for (const e of events.filter(within)) {
+    const counted = COUNTED[e.eventType ?? E.EVENT_TYPE_UNSPECIFIED];
+    if (counted) a[counted]++;
+    if (e.eventType === E.EVENT_TYPE_ACTIVITY_TASK_STARTED) a['activity attempt'] += e.activityTaskStartedEventAttributes?.attempt ?? 1;
+    if (e.eventType === E.EVENT_TYPE_MARKER_RECORDED && e.markerRecordedEventAttributes?.markerName === 'core_local_activity') localTasks.add(String(e.markerRecordedEventAttributes.workflowTaskCompletedEventId));
   }
   a['local activities'] = localTasks.size;
   return a;
 }
+
+/** The events that are one action each. */
+const COUNTED: Partial<Record<number, ActionType>> = {
+  [E.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED]: 'workflow started',
+  [E.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED]: 'signal',
+  [E.EVENT_TYPE_TIMER_STARTED]: 'timer',
+  [E.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES]: 'search attributes',
+  [E.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED]: 'update',
+};
 
 const total = (a: Actions) => ACTION_TYPES.reduce((s, t) => s + a[t], 0);
 const add = (x: Actions, y: Actions) => Object.fromEntries(ACTION_TYPES.map((t) => [t, x[t] + y[t]])) as Actions;
@@ -89,32 +76,20 @@ async function histories(client: Client, workflowId: string): Promise<HistoryEve
 
 export async function costBenchmark(): Promise<BenchmarkOutput> {
   if (DELIVERIES < 1 || STOPS.some((s) => !Number.isInteger(s) || s < 1 || s > 100)) throw new Error('COST_BENCH_DELIVERIES must be at least 1 and COST_BENCH_STOPS stops of 1 to 100');
-  const group = new ProcessGroup();
-  const cleanup = new Cleanup();
-  const { server, watchdog } = await startBenchServer(progress, 20 * 60_000);
-  cleanup.add(() => server.stop());
-  cleanup.add(() => group.stopAll());
+  const stack = await benchStack(progress, startBenchServer, 20 * 60_000);
   try {
     // The order system's endpoint: takes every notification (the shapes that notify).
     const receiver = createServer((req, res) => req.resume().on('end', () => res.writeHead(204).end()));
     await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
-    cleanup.add(() => new Promise((r) => receiver.close(r)));
+    stack.cleanup.add(() => new Promise((r) => receiver.close(r)));
     const secret = generateWebhookSecret();
-    const roomy = { limit: 100_000 };
-    const sim = createSimulator({ autoAdvanceMs: 300, rateLimits: { creations: roomy, quotes: roomy, other: roomy }, onError: (m) => progress(`simulator: ${m}`) });
-    const { url: simUrl } = await sim.listen(0, '127.0.0.1');
-    cleanup.add(() => sim.close());
-    const common = { TEMPORAL_ADDRESS: server.address, TEMPORAL_NAMESPACE: server.namespace, DELIVERY_API_URL: simUrl, DELIVERY_API_KEY: 'sandbox-key' };
-    const bundle = await workflowBundleFile();
-    cleanup.add(removeWorkflowBundleFile);
+    const { sim, url } = await stack.simulator({ autoAdvanceMs: 300, rateLimits: ROOMY_LIMITS });
     const endpoint = `orders=http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`;
-    const worker = await group.start({ name: 'worker', ...ENTRY.worker, isolated: true, logFile: true, env: { ...common, DELIVERY_TASK_QUEUE: TASK_QUEUE, PROVIDER_RATE_LIMITS: 'creations=100000/60s,quotes=100000/60s', WORKER_WORKFLOW_BUNDLE: bundle, LOG_LEVEL: 'WARN', DELIVERY_NOTIFY_ENDPOINTS: endpoint, DELIVERY_NOTIFY_SECRETS: `orders=${generateWebhookSecret()}` } });
-    const bridge = await group.start({ name: 'bridge', ...ENTRY.bridge, isolated: true, logFile: true, env: { ...common, DELIVERY_WEBHOOK_SECRETS: secret, BRIDGE_PORT: '0', BRIDGE_ADMIN_PORT: '0' } });
-    sim.setWebhookEndpoint({ url: /^bridge: listening on (\S+)/m.exec(bridge.output())![1]!, secret });
-
-    const connection = await connectClient({ address: server.address });
-    cleanup.add(() => connection.close());
-    const client = new Client({ connection, namespace: server.namespace });
+    const start = (name: 'worker' | 'bridge', env: NodeJS.ProcessEnv) => stack.processes.start({ name, ...ENTRY[name], isolated: true, logFile: true, env: { ...stack.env(url), ...env } });
+    const worker = await start('worker', { DELIVERY_TASK_QUEUE: TASK_QUEUE, PROVIDER_RATE_LIMITS: 'creations=100000/60s,quotes=100000/60s', WORKER_WORKFLOW_BUNDLE: await stack.bundle(), LOG_LEVEL: 'WARN', DELIVERY_NOTIFY_ENDPOINTS: endpoint, DELIVERY_NOTIFY_SECRETS: `orders=${generateWebhookSecret()}` });
+    const bridge = await start('bridge', { DELIVERY_WEBHOOK_SECRETS: secret, BRIDGE_PORT: '0', BRIDGE_ADMIN_PORT: '0' });
+    sim.setWebhookEndpoint({ url: bridgeUrl(bridge.output()), secret });
+    const client = await stack.client();
     const deliveries = new DeliveryClient({ temporal: client, taskQueue: TASK_QUEUE });
     const figures: Record<string, number | string> = { deliveries_per_shape: DELIVERIES };
     const chartGroups: { label: string; values: number[] }[] = [];
@@ -174,7 +149,6 @@ export async function costBenchmark(): Promise<BenchmarkOutput> {
     const chart = barChart({ title: 'Billable actions per delivered delivery, by type', xLabel: 'shape (gate share included)', yLabel: 'actions', series: [...ACTION_TYPES], groups: chartGroups });
     return { figures, charts: { actions: chart } };
   } finally {
-    clearTimeout(watchdog);
-    await cleanup.run(progress);
+    await stack.close();
   }
 }

@@ -3,15 +3,12 @@
  * delivery CREATED, on a Temporal dev server, then on the cluster of `npm run cluster`, each with its
  * own simulator (limits far above the pace), 2 worker processes and ORDERS orders at RATE a second.
  */
-import { Client } from '@temporalio/client';
-import { connectClient } from '../temporal/client-connection';
 import { DeliveryClient } from '../client/delivery-client';
 import { PROVIDER_RATE_LIMITS } from '../provider/limits';
-import { createSimulator } from '../simulator/server';
 import { deliveryRequest, destination } from '../test/fixtures/orders';
-import { startBenchCluster, startBenchServer } from './temporal';
-import { benchSettings, Cleanup, openLoop, percentile, progressLog, sleep } from './measure';
-import { ENTRY, ProcessGroup, removeWorkflowBundleFile, workflowBundleFile } from '../scripts/processes';
+import { benchStack, rateLimitsEnv, startBenchCluster, startBenchServer } from './temporal';
+import { benchSettings, openLoop, percentile, progressLog, sleep } from './measure';
+import { ENTRY, removeWorkflowBundleFile, workflowBundleFile } from '../scripts/processes';
 
 const { num } = benchSettings('LATENCY');
 const SCALE = num('SCALE', 60);
@@ -20,36 +17,17 @@ const RATE = num('RATE', 4);
 const TIME_LIMIT_MS = num('TIME_LIMIT_MIN', 20) * 60_000;
 const progress = progressLog('latency');
 
-/** Nearest rank, in whole ms: the least value with p% of the values at or below it. */
-
 export async function latencyBenchmark(): Promise<Record<string, number | string>> {
   const figures: Record<string, number | string> = { orders: ORDERS, pace_per_s: RATE, scale: SCALE, worker_processes: 2 };
   for (const [label, start] of [['dev_server', startBenchServer], ['cluster', startBenchCluster]] as const) {
-    const cleanup = new Cleanup();
+    const stack = await benchStack<object>(progress, start, TIME_LIMIT_MS);
     try {
-      const { server, watchdog } = await start(progress, TIME_LIMIT_MS);
-      cleanup.add(() => server.stop());
-      cleanup.add(() => clearTimeout(watchdog));
-      const sim = createSimulator({ timeScale: SCALE, onError: (m) => progress(`simulator: ${m}`) });
-      cleanup.add(() => sim.close());
+      const { url } = await stack.simulator({ timeScale: SCALE });
       const taskQueue = `latency-${label}-${Date.now().toString(36)}`;
-      const env = {
-        LOG_LEVEL: 'WARN',
-        TEMPORAL_ADDRESS: server.address,
-        TEMPORAL_NAMESPACE: server.namespace,
-        DELIVERY_TASK_QUEUE: taskQueue,
-        DELIVERY_API_URL: (await sim.listen(0, '127.0.0.1')).url,
-        DELIVERY_API_KEY: 'sandbox-key',
-        PROVIDER_RATE_LIMITS: Object.entries(PROVIDER_RATE_LIMITS).map(([family, l]) => `${family}=${l.limit}/${l.windowMs / SCALE}ms`).join(','),
-        PROVIDER_QUOTE_MIN_REMAINING_MS: String(Math.round(60_000 / SCALE)),
-        WORKER_WORKFLOW_BUNDLE: await workflowBundleFile(),
-      };
-      const workers = new ProcessGroup({ maxOutputChars: 200_000 });
-      cleanup.add(() => workers.stopAll());
-      await Promise.all([1, 2].map((i) => workers.start({ name: `worker-${i}`, ...ENTRY.worker, env })));
-      const connection = await connectClient({ address: server.address });
-      cleanup.add(() => connection.close());
-      const client = new DeliveryClient({ temporal: new Client({ connection, namespace: server.namespace }), taskQueue });
+      const limits = Object.fromEntries(Object.entries(PROVIDER_RATE_LIMITS).map(([family, l]) => [family, { limit: l.limit, windowMs: l.windowMs / SCALE }]));
+      const env = { ...stack.env(url), LOG_LEVEL: 'WARN', DELIVERY_TASK_QUEUE: taskQueue, PROVIDER_RATE_LIMITS: rateLimitsEnv(limits), PROVIDER_QUOTE_MIN_REMAINING_MS: String(Math.round(60_000 / SCALE)), WORKER_WORKFLOW_BUNDLE: await workflowBundleFile() };
+      await Promise.all([1, 2].map((i) => stack.processes.start({ name: `worker-${i}`, ...ENTRY.worker, env })));
+      const client = new DeliveryClient({ temporal: await stack.client(), taskQueue });
       const references = Array.from({ length: ORDERS }, (_, n) => `${taskQueue}-${n}`);
       const latencies = await openLoop(references, RATE, async (reference) => {
         const { reference_number: _r, ...order } = deliveryRequest({ destinations: [destination(0, { location: { ...destination(0).location, last_name: 'L', address: `Latenzweg ${reference}, 10115 Berlin` } })] });
@@ -65,7 +43,7 @@ export async function latencyBenchmark(): Promise<Record<string, number | string
       Object.assign(figures, { [`${label}_p50_ms`]: p50, [`${label}_p99_ms`]: p99 });
       progress(`${label}: p50 ${p50} ms, p99 ${p99} ms over ${latencies.length} orders`);
     } finally {
-      await cleanup.run(progress);
+      await stack.close();
     }
   }
   await removeWorkflowBundleFile();

@@ -9,13 +9,12 @@
  */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { Client } from '@temporalio/client';
-import { connectClient } from '../temporal/client-connection';
+import type { Client } from '@temporalio/client';
 import { DeliveryClient } from '../client/delivery-client';
 import { ProviderClient } from '../provider/client';
 import { RateLimitedError, ProviderUnavailableError } from '../provider/errors';
 import { PROVIDER_RATE_LIMITS, QUOTE_VALIDITY_MS, type CallFamily, type RateLimit } from '../provider/limits';
-import { startBenchCluster, startBenchServer } from './temporal';
+import { benchStack, rateLimitsEnv, startBenchCluster, startBenchServer } from './temporal';
 import { createSimulator, type Simulator, type SimulatorOptions } from '../simulator/server';
 import { deliveryRequest, destination } from '../test/fixtures/orders';
 import { taskQueueRatePerSecond } from '../worker/pacing-config';
@@ -26,7 +25,7 @@ import { providerTaskQueues } from '../contract/task-queues';
 import { limitsCharts, type BacklogSamples } from './limits-charts';
 import { backlogCounter, leastCreationTimes, leastDrainMs, round, windowUse } from './limits-figures';
 import { benchSettings, median, pool, progressLog, sleep, ticker, type BenchmarkOutput } from './measure';
-import { ENTRY, ProcessGroup, removeWorkflowBundleFile, workflowBundleFile } from '../scripts/processes';
+import { ENTRY } from '../scripts/processes';
 
 const { num } = benchSettings('LIMITS');
 const SCALE = num('SCALE', 10);
@@ -46,7 +45,6 @@ const LIMITS: Record<CallFamily, RateLimit> = Object.fromEntries(
 const LABELS: Record<string, string> = { gate: 'pacing gate', 'task-queue': 'task-queue limit', naive: 'naive client' };
 
 const progress = progressLog('limits');
-const processes = new ProcessGroup({ maxOutputChars: 200_000 });
 const samples: BacklogSamples[] = [];
 
 /** A quarter food; every tenth order repeats the previous one's inputs under a new reference. */
@@ -65,28 +63,24 @@ function makeOrders(prefix: string, count: number) {
 }
 
 interface Context {
-  server: { address: string; namespace: string };
+  stack: Awaited<ReturnType<typeof benchStack<object>>>;
   temporal: Client;
-  cli: string;
   bundle: string;
 }
 
+/** The phase's own simulator, at the benchmark's time scale; closed when the phase ends. */
 async function newSimulator(options: SimulatorOptions): Promise<{ sim: Simulator; url: string }> {
   const sim = createSimulator({ timeScale: SCALE, onError: (m) => progress(`simulator: ${m}`), ...options });
   return { sim, url: (await sim.listen(0, '127.0.0.1')).url };
 }
 
 function startWorkers(ctx: Context, o: { taskQueue: string; url: string; key: string; pacing: 'gate' | 'task-queue' }) {
-  const ms = (l: RateLimit) => `${l.limit}/${l.windowMs}ms`;
   const env = {
+    ...ctx.stack.env(o.url, o.key),
     LOG_LEVEL: 'WARN',
-    TEMPORAL_ADDRESS: ctx.server.address,
-    TEMPORAL_NAMESPACE: ctx.server.namespace,
     DELIVERY_TASK_QUEUE: o.taskQueue,
-    DELIVERY_API_URL: o.url,
-    DELIVERY_API_KEY: o.key,
     DELIVERY_API_TIMEOUT_MS: '9500',
-    PROVIDER_RATE_LIMITS: `creations=${ms(LIMITS.creations)},quotes=${ms(LIMITS.quotes)},other=${ms(LIMITS.other)}`,
+    PROVIDER_RATE_LIMITS: rateLimitsEnv(LIMITS),
     PROVIDER_PACING: o.pacing,
     // Provider-time quantities: the slot margin and the least life a shared quote must have left.
     PROVIDER_PACING_MARGIN_MS: String(Math.round(250 / SCALE)),
@@ -94,7 +88,7 @@ function startWorkers(ctx: Context, o: { taskQueue: string; url: string; key: st
     PROVIDER_CALL_TIMEOUT_MS: '10000',
     WORKER_WORKFLOW_BUNDLE: ctx.bundle,
   };
-  return Promise.all(Array.from({ length: workerCount() }, (_, i) => processes.start({ name: `worker-${i + 1}`, ...ENTRY.worker, env })));
+  return Promise.all(Array.from({ length: workerCount() }, (_, i) => ctx.stack.processes.start({ name: `worker-${i + 1}`, ...ENTRY.worker, env })));
 }
 
 /** When the simulator created each order's delivery, waiting until all are or the deadline passes. */
@@ -203,8 +197,8 @@ async function setServerQueueLimits(ctx: Context, taskQueue: string): Promise<vo
   const queues = providerTaskQueues(taskQueue);
   for (const family of ['creations', 'quotes', 'other'] as const) {
     const rps = taskQueueRatePerSecond(LIMITS[family]);
-    const where = ['--address', ctx.server.address, '--namespace', ctx.server.namespace, '--task-queue', queues[family], '--task-queue-type', 'activity'];
-    await promisify(execFile)(ctx.cli, ['task-queue', 'config', 'set', ...where, '--queue-rps-limit', String(rps), '--queue-rps-limit-reason', 'provider limit (bench)']);
+    const where = ['--address', ctx.stack.server.address, '--namespace', ctx.stack.server.namespace, '--task-queue', queues[family], '--task-queue-type', 'activity'];
+    await promisify(execFile)(ctx.stack.cli, ['task-queue', 'config', 'set', ...where, '--queue-rps-limit', String(rps), '--queue-rps-limit-reason', 'provider limit (bench)']);
     progress(`task-queue: ${queues[family]} limited to ${rps.toFixed(4)}/s on the server`);
   }
 }
@@ -248,9 +242,8 @@ async function naivePhase(): Promise<BacklogFigures> {
 }
 
 export async function limitsBenchmark(): Promise<BenchmarkOutput> {
-  const { cli, server } = onCluster() ? await startBenchCluster(progress, TIME_LIMIT_MS) : await startBenchServer(progress, TIME_LIMIT_MS);
-  const connection = await connectClient({ address: server.address });
-  const ctx: Context = { server, cli, temporal: new Client({ connection, namespace: server.namespace }), bundle: await workflowBundleFile() };
+  const stack = await benchStack<object>(progress, onCluster() ? startBenchCluster : startBenchServer, TIME_LIMIT_MS);
+  const ctx: Context = { stack, temporal: await stack.client(), bundle: await stack.bundle() };
   const figures: Record<string, number | string> = {
     worker_processes: workerCount(),
     scale: SCALE,
@@ -268,10 +261,7 @@ export async function limitsBenchmark(): Promise<BenchmarkOutput> {
       Object.assign(figures, { poison_orders: POISON_ORDERS, poison_others_created: others.created, poison_others_drain_ratio: others.drainRatio, poison_refused429: others.refused429 });
     }
   } finally {
-    await processes.stopAll(); // workers of a phase that failed before its own cleanup
-    await removeWorkflowBundleFile();
-    await connection.close();
-    await server.stop();
+    await stack.close(); // workers of a phase that failed before its own cleanup too
   }
   const least = leastCreationTimes(makeOrders('least', ORDERS), LIMITS.quotes, LIMITS.creations);
   return { figures, charts: samples.length ? limitsCharts(samples, LIMITS, ORDERS, least) : {} };

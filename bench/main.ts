@@ -1,3 +1,4 @@
+// bench/: the benchmarks (npm run bench), their shared measuring helpers and charts.
 /**
  * `npm run bench -- <name> [--cluster]`: runs one benchmark, prints its figures and writes them to
  * bench/results/<name>.json with its charts beside. Every benchmark is bounded in count and time.

@@ -7,21 +7,20 @@
  * `status` query latency on random and on just-touched deliveries; 4. stale signals until handled;
  * 5. the same with a fresh, warmed worker of each further configuration. SCALE_BENCH_* below.
  */
-import { Client, ServiceError, type WorkflowHandle } from '@temporalio/client';
-import { connectClient } from '../temporal/client-connection';
+import { ServiceError, type Client, type WorkflowHandle } from '@temporalio/client';
 import { z } from 'zod';
 import { DeliveryClient } from '../client/delivery-client';
 import { statusChangedSignal, statusQuery } from '../contract/delivery-messages';
 import type { DeliveryOrder, DeliveryState, FollowUpSettings, StatusChange } from '../contract/delivery-types';
 import { deliveryWorkflowId } from '../contract/workflow-ids';
 import type { CallFamily, RateLimit } from '../provider/limits';
-import { ENTRY, ProcessGroup, type RunningProcess } from '../scripts/processes';
-import { createSimulator, type Simulator } from '../simulator/server';
+import { ENTRY, type RunningProcess } from '../scripts/processes';
+import type { Simulator } from '../simulator/server';
 import { dataConverterFromEnv, generatePayloadKey } from '../temporal/payload-codec';
 import { deliveryRequest } from '../test/fixtures/orders';
-import { benchSettings, Cleanup, percentile, pool, processCpuSeconds, processMemoryMiB, progressLog, shuffled, sleep, ticker, type BenchmarkOutput } from './measure';
+import { benchSettings, percentile, pool, processCpuSeconds, processMemoryMiB, progressLog, shuffled, sleep, ticker, type BenchmarkOutput } from './measure';
 import { scaleCharts, type RunSeries } from './run-charts';
-import { startBenchServer } from './temporal';
+import { benchStack, rateLimitsEnv, startBenchServer } from './temporal';
 
 const { num } = benchSettings('SCALE');
 const DELIVERIES = num('DELIVERIES', 10_000);
@@ -69,61 +68,35 @@ function makeOrder(i: number): DeliveryOrder {
 }
 
 export async function scaleBenchmark(): Promise<BenchmarkOutput> {
-  const cleanup = new Cleanup();
   // A worker that dies ends the run (the exit kills the dev server): nothing measured after that would mean anything.
   // One that never got ready is reported by waitReady instead, with its output.
   let starting = false;
-  const group = new ProcessGroup({
-    maxOutputChars: 100_000,
-    onUnexpectedExit: (name, how) => {
-      if (starting) return;
-      progress(`the worker ${name} exited (${how}):\n${group.tail(3_000)}`);
-      process.exit(1);
-    },
-  });
+  const onUnexpectedExit = (name: string, how: string) => {
+    if (starting) return;
+    progress(`the worker ${name} exited (${how}):\n${stack.processes.tail(3_000)}`);
+    process.exit(1);
+  };
+  const stack = await benchStack(progress, startBenchServer, TIME_LIMIT_MS, { maxOutputChars: 100_000, onUnexpectedExit });
+  const { server: dev, processes: group } = stack;
   let worker: Worker | undefined;
   const figures: Record<string, number | string> = { deliveries: DELIVERIES, destinations_per_delivery: DESTINATIONS };
   const workers: Worker[] = [];
   const latencySeries: RunSeries[] = [];
   try {
-    const { server: dev, watchdog } = await startBenchServer(progress, TIME_LIMIT_MS);
     // However this process ends (the watchdog, a signal), no child outlives it.
     process.once('exit', () => [worker?.process.child, dev.process].forEach((child) => child?.kill('SIGKILL')));
     for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => process.exit(130));
-    cleanup.add(() => clearTimeout(watchdog));
-    cleanup.add(() => dev.stop());
-    const sim = createSimulator({ rateLimits: LIMITS, autoAdvanceMs: 0, logCap: 1_000, onError: (m) => progress(`simulator: ${m}`) });
-    const { url: simUrl } = await sim.listen(0, '127.0.0.1');
-    cleanup.add(() => sim.close());
+    const { sim, url } = await stack.simulator({ rateLimits: LIMITS, autoAdvanceMs: 0, logCap: 1_000 });
     const payloadKey = generatePayloadKey('scale');
     const dataConverter = dataConverterFromEnv({ DELIVERY_PAYLOAD_KEYS: payloadKey, TEMPORAL_ADDRESS: dev.address });
     // One connection per kind of caller, as separate processes would have.
-    const [startClient, rawClient, probe] = await Promise.all(
-      [1, 2, 3].map(async () => {
-        const connection = await connectClient({ address: dev.address });
-        cleanup.add(() => connection.close());
-        return new Client({ connection, namespace: dev.namespace, dataConverter });
-      }),
-    );
+    const [startClient, rawClient, probe] = await Promise.all([1, 2, 3].map(() => stack.client(dataConverter)));
     const references = Array.from({ length: DELIVERIES }, (_, i) => `SCALE-${i}`);
     Object.assign(figures, await measureStarts(new DeliveryClient({ temporal: startClient!, taskQueue: TASK_QUEUE }), rawClient!, references));
 
-    const env = {
-      TEMPORAL_ADDRESS: dev.address,
-      TEMPORAL_NAMESPACE: dev.namespace,
-      DELIVERY_TASK_QUEUE: TASK_QUEUE,
-      DELIVERY_API_URL: simUrl,
-      DELIVERY_API_KEY: 'sandbox-key',
-      DELIVERY_PAYLOAD_KEYS: payloadKey,
-      PROVIDER_RATE_LIMITS: Object.entries(LIMITS).map(([family, l]) => `${family}=${l.limit}/${l.windowMs}ms`).join(','),
-      PROVIDER_PACING: 'task-queue',
-      WORKER_MAX_CONCURRENT_ACTIVITIES: '100',
-      LOG_LEVEL: 'WARN',
-      NODE_OPTIONS: '', // the caller's Node flags are not the worker's
-    };
+    const env = { ...stack.env(url), DELIVERY_TASK_QUEUE: TASK_QUEUE, DELIVERY_PAYLOAD_KEYS: payloadKey, PROVIDER_RATE_LIMITS: rateLimitsEnv(LIMITS), PROVIDER_PACING: 'task-queue', WORKER_MAX_CONCURRENT_ACTIVITIES: '100', LOG_LEVEL: 'WARN' };
     const sampler = setInterval(() => worker?.process.running && worker.rss.push([runSeconds(performance.now()), Math.round(memory(worker).rss)]), 1_000);
-    cleanup.add(() => clearInterval(sampler));
-    cleanup.add(() => group.stopAll());
+    stack.cleanup.add(() => clearInterval(sampler));
     const startWorker = async (config: WorkerConfig): Promise<Worker> => {
       progress(`starting a worker: ${chartLabel(config)}, ${config.tasks} workflow task slots...`);
       starting = true;
@@ -163,7 +136,7 @@ export async function scaleBenchmark(): Promise<BenchmarkOutput> {
     await stopWorker(worker!);
     return { figures, charts: scaleCharts(workers.map((w) => ({ label: chartLabel(w.config), points: w.rss })), latencySeries) };
   } finally {
-    await cleanup.run(progress);
+    await stack.close();
   }
 }
 

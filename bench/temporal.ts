@@ -1,11 +1,18 @@
 /**
  * The Temporal a benchmark runs on, with a watchdog that kills it and ends the run at the time
  * limit: a dev server of its own on 127.0.0.1 with one partition per task queue, or (`--cluster`)
- * the cluster of `npm run cluster`, PostgreSQL and six service processes on free ports.
+ * the cluster of `npm run cluster`, PostgreSQL and six service processes on free ports; and
+ * benchStack(), what every benchmark of the whole stack sets up around it and undoes at its end.
  */
 import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Client, type DataConverter } from '@temporalio/client';
+import type { RateLimit } from '../provider/limits';
+import { ProcessGroup, removeWorkflowBundleFile, workflowBundleFile, type ProcessGroupOptions } from '../scripts/processes';
+import { createSimulator, type SimulatorOptions } from '../simulator/server';
+import { connectClient } from '../temporal/client-connection';
+import { Cleanup } from './measure';
 import { freeClusterPorts, TemporalCluster } from '../scripts/cluster/temporal-cluster';
 import { ensureServerTools } from '../scripts/cluster/tools';
 import { ensureTemporalCli } from '../scripts/temporal-cli';
@@ -70,3 +77,53 @@ export async function startBenchCluster(progress: (line: string) => void, timeLi
   const stop = () => cluster.stop().then(() => rmSync(dataDir, { recursive: true, force: true }));
   return { cli, watchdog: timer, server: { address: cluster.address, namespace: cluster.namespace, stop } };
 }
+
+type Started<S> = { cli: string; server: S & { address: string; namespace: string; stop(): Promise<void> }; watchdog: NodeJS.Timeout };
+
+/**
+ * Temporal (from `start`, under its watchdog) and what a benchmark adds around it, each undone by
+ * close(), last first: the process group of its workers and bridges, simulators in this process,
+ * client connections, the workflow bundle built once for every worker.
+ */
+export async function benchStack<S>(progress: (line: string) => void, start: (progress: (line: string) => void, timeLimitMs: number) => Promise<Started<S>>, timeLimitMs: number, group: ProcessGroupOptions = {}) {
+  const cleanup = new Cleanup();
+  const { cli, server, watchdog } = await start(progress, timeLimitMs);
+  cleanup.add(() => server.stop());
+  cleanup.add(() => clearTimeout(watchdog));
+  const processes = new ProcessGroup({ maxOutputChars: 200_000, ...group });
+  cleanup.add(() => processes.stopAll());
+  return {
+    cli,
+    server,
+    processes,
+    cleanup,
+    async simulator(options: SimulatorOptions = {}) {
+      const sim = createSimulator({ onError: (m) => progress(`simulator: ${m}`), ...options });
+      const { url } = await sim.listen(0, '127.0.0.1');
+      cleanup.add(() => sim.close());
+      return { sim, url };
+    },
+    async client(dataConverter?: DataConverter) {
+      const connection = await connectClient({ address: server.address });
+      cleanup.add(() => connection.close());
+      return new Client({ connection, namespace: server.namespace, dataConverter });
+    },
+    async bundle() {
+      const file = await workflowBundleFile();
+      cleanup.add(removeWorkflowBundleFile);
+      return file;
+    },
+    /** What every worker and bridge of the run is told: this Temporal and the provider at `apiUrl`. */
+    env: (apiUrl: string, apiKey = 'sandbox-key') => ({ TEMPORAL_ADDRESS: server.address, TEMPORAL_NAMESPACE: server.namespace, DELIVERY_API_URL: apiUrl, DELIVERY_API_KEY: apiKey }),
+    close: () => cleanup.run(progress),
+  };
+}
+
+/** PROVIDER_RATE_LIMITS for these limits, windows in ms. */
+export const rateLimitsEnv = (limits: Record<string, RateLimit>) => Object.entries(limits).map(([family, l]) => `${family}=${l.limit}/${l.windowMs}ms`).join(',');
+
+/** A limit far above what any run needs, for each call family: benchmarks that do not measure pacing. */
+export const ROOMY_LIMITS = { creations: { limit: 1_000_000 }, quotes: { limit: 1_000_000 }, other: { limit: 1_000_000 } };
+
+/** The URL a bridge started on port 0 listens on, from its ready line. */
+export const bridgeUrl = (output: string) => /^bridge: listening on (\S+)/m.exec(output)![1]!;

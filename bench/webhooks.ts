@@ -6,20 +6,19 @@
  * with every webhook dropped. Smaller runs: WEBHOOKS_BENCH_DELIVERIES, _EVENTS, _CONCURRENCY,
  * _ROUNDS, _LATENCY_SECONDS, _SERIAL, _RECONCILE.
  */
-import { Client } from '@temporalio/client';
-import { connectClient } from '../temporal/client-connection';
+import type { Client } from '@temporalio/client';
 import { Agent, request } from 'undici';
 import { DeliveryClient } from '../client/delivery-client';
 import { statusQuery } from '../contract/delivery-messages';
 import { deliveryWorkflowId } from '../contract/workflow-ids';
 import { generateWebhookSecret, signWebhook } from '../provider/webhook-signature';
-import { ENTRY, ProcessGroup, removeWorkflowBundleFile, workflowBundleFile, type RunningProcess } from '../scripts/processes';
-import { createSimulator } from '../simulator/server';
+import { ENTRY, type RunningProcess } from '../scripts/processes';
+import type { Simulator } from '../simulator/server';
 import { deliveryRequest } from '../test/fixtures/orders';
-import { benchSettings, Cleanup, machineCpuSeconds, median, openLoop, pool, processCpuSeconds, progressLog, serial, sleep, summarize, type BenchmarkOutput } from './measure';
+import { benchSettings, machineCpuSeconds, median, openLoop, pool, processCpuSeconds, progressLog, serial, sleep, summarize, type BenchmarkOutput } from './measure';
 import { startRawSignals, type RawTarget } from './raw-signals';
 import { webhooksCharts } from './run-charts';
-import { startBenchServer } from './temporal';
+import { benchStack, bridgeUrl, ROOMY_LIMITS, startBenchServer } from './temporal';
 
 const settings = benchSettings('WEBHOOKS');
 const DELIVERIES = settings.num('DELIVERIES', 100);
@@ -33,52 +32,40 @@ const RECONCILE_QUIET_MS = 5_000;
 const TASK_QUEUE = 'bench-webhooks';
 const PARTS = ['temporal', 'worker', 'bridge', 'raw_script', 'bench'] as const;
 type Part = (typeof PARTS)[number];
-type Simulator = ReturnType<typeof createSimulator>;
 
 const progress = progressLog('webhooks');
 
 export async function webhooksBenchmark(): Promise<BenchmarkOutput> {
   if (Math.min(DELIVERIES, EVENTS_PER_DELIVERY, CONCURRENCY, ROUNDS, LATENCY_SECONDS, SERIAL, RECONCILE_DELIVERIES) < 1) throw new Error('every WEBHOOKS_BENCH_* count must be at least 1');
-  const group = new ProcessGroup();
+  const stack = await benchStack(progress, startBenchServer, 15 * 60_000);
+  const { server } = stack;
   const children: RunningProcess[] = [];
-  const { server, watchdog } = await startBenchServer(progress, 15 * 60_000);
-  const cleanup = new Cleanup();
-  cleanup.add(() => server.stop());
-  cleanup.add(async () => {
-    await group.stopAll();
+  stack.cleanup.add(async () => {
+    await stack.processes.stopAll();
     children.forEach((c) => c.removeLog());
   });
-  // Logs go to files, not through this process: the bridge logs a line per webhook.
-  const start = async (name: 'worker' | 'bridge', env: NodeJS.ProcessEnv) => {
-    const p = await group.start({ name, ...ENTRY[name], env, isolated: true, logFile: true });
-    children.push(p);
-    return p;
-  };
   try {
-    const unlimited = { limit: 1_000_000 };
-    const sim = createSimulator({ rateLimits: { creations: unlimited, quotes: unlimited, other: unlimited }, onError: (m) => progress(`simulator: ${m}`) });
-    const { url: simUrl } = await sim.listen(0, '127.0.0.1');
-    cleanup.add(() => sim.close());
-    const common = { TEMPORAL_ADDRESS: server.address, TEMPORAL_NAMESPACE: server.namespace, DELIVERY_API_URL: simUrl, DELIVERY_API_KEY: 'sandbox-key' };
-
+    const { sim, url } = await stack.simulator({ rateLimits: ROOMY_LIMITS });
+    const common = stack.env(url);
+    // Logs go to files, not through this process: the bridge logs a line per webhook.
+    const start = async (name: 'worker' | 'bridge', env: NodeJS.ProcessEnv) => {
+      const p = await stack.processes.start({ name, ...ENTRY[name], env: { ...common, ...env }, isolated: true, logFile: true });
+      children.push(p);
+      return p;
+    };
     progress('bundling the workflows once, then starting the worker, the bridge and the raw-signal script...');
-    const bundle = await workflowBundleFile();
-    cleanup.add(removeWorkflowBundleFile);
     // Creation pace is not what this benchmark measures: the engine's queue limit, raised as the simulator's are.
-    const worker = await start('worker', { ...common, DELIVERY_TASK_QUEUE: TASK_QUEUE, DELIVERY_API_CONNECTIONS: '64', PROVIDER_PACING: 'task-queue', PROVIDER_RATE_LIMITS: 'creations=100000/1s,quotes=100000/1s,other=100000/1s', WORKER_WORKFLOW_BUNDLE: bundle, LOG_LEVEL: 'WARN' });
+    const worker = await start('worker', { DELIVERY_TASK_QUEUE: TASK_QUEUE, DELIVERY_API_CONNECTIONS: '64', PROVIDER_PACING: 'task-queue', PROVIDER_RATE_LIMITS: 'creations=100000/1s,quotes=100000/1s,other=100000/1s', WORKER_WORKFLOW_BUNDLE: await stack.bundle(), LOG_LEVEL: 'WARN' });
     const secret = generateWebhookSecret();
-    const bridge = await start('bridge', { ...common, DELIVERY_WEBHOOK_SECRETS: secret, BRIDGE_HOST: '127.0.0.1', BRIDGE_PORT: '0', BRIDGE_ADMIN_PORT: '0' });
-    const webhookUrl = /^bridge: listening on (\S+)/m.exec(bridge.output())![1]!;
-    const raw = await startRawSignals(group, common);
+    const bridge = await start('bridge', { DELIVERY_WEBHOOK_SECRETS: secret, BRIDGE_HOST: '127.0.0.1', BRIDGE_PORT: '0', BRIDGE_ADMIN_PORT: '0' });
+    const webhookUrl = bridgeUrl(bridge.output());
+    const raw = await startRawSignals(stack.processes, common);
     children.push(raw.service);
-
     // This process's own client: starts the deliveries, queries them; idle while load runs.
-    const connection = await connectClient({ address: server.address });
-    cleanup.add(() => connection.close());
-    const temporal = new Client({ connection, namespace: server.namespace });
+    const temporal = await stack.client();
     const deliveries = new DeliveryClient({ temporal, taskQueue: TASK_QUEUE });
     const agent = new Agent({ connections: 256 });
-    cleanup.add(() => agent.close());
+    stack.cleanup.add(() => agent.close());
     progress(`starting ${DELIVERIES} delivery workflows (quote and creation at the simulator)...`);
     const followed: RawTarget[] = [];
     await pool(Array.from({ length: DELIVERIES }, (_, i) => `BENCH-${i}`), 16, async (reference, i) => void (followed[i] = await startFollowing(deliveries, reference, 1)));
@@ -172,8 +159,7 @@ export async function webhooksBenchmark(): Promise<BenchmarkOutput> {
     ]);
     return { figures, charts };
   } finally {
-    await cleanup.run(progress);
-    clearTimeout(watchdog);
+    await stack.close();
   }
 }
 

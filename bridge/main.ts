@@ -1,3 +1,4 @@
+// bridge/: the webhook bridge process: signed webhooks in, signals to the delivery workflows out.
 /** `npm run bridge`: the webhook bridge on http://127.0.0.1:8080 by default. */
 import { Client, type ConnectionOptions } from '@temporalio/client';
 import { connectClient } from '../temporal/client-connection';

@@ -1,3 +1,4 @@
+// nexus/: the Nexus service `deliveries` for order systems in other namespaces (definition, input schemas, handlers).
 /**
  * The Nexus service `deliveries`: the delivery workflow's operations for order systems that run
  * in their own Temporal namespace (workflows, signals and queries stop at a namespace's edge; a

@@ -1,3 +1,4 @@
+// notifications/: notification endpoints by name, their retry schedule and the signed HTTP sender.
 /**
  * Sends one notification to one endpoint, signed the Standard Webhooks way: `webhook-id` (the
  * notification's event id, the same on every retry), `webhook-timestamp` (this attempt's time),

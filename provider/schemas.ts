@@ -1,3 +1,4 @@
+// provider/: the courier's API contract (schemas, lifecycle, limits), its typed client, webhook signatures and OpenAPI; imports nothing of ours.
 /**
  * The provider contract (../shared/provider-contract.md) as zod schemas, defined once.
  *

@@ -93,18 +93,7 @@ async function main(): Promise<void> {
   await setUpLocalNexus(cluster.address, cluster.namespace, log);
 
   const temporalEnv = { TEMPORAL_ADDRESS: cluster.address, TEMPORAL_NAMESPACE: cluster.namespace, DELIVERY_PAYLOAD_KEYS: payloadKeys };
-  await services.start(
-    'simulator',
-    'simulator/main.ts',
-    {
-      SIMULATOR_PORT: String(SIMULATOR_PORT),
-      SIMULATOR_AUTO_ADVANCE_MS: process.env.SIMULATOR_AUTO_ADVANCE_MS ?? '5000',
-      SIMULATOR_WEBHOOK_URL: `${LB_URL}/webhooks/delivery`,
-      SIMULATOR_WEBHOOK_SECRET: webhookSecret,
-      SIMULATOR_STATE_FILE: process.env.SIMULATOR_STATE_FILE || join(dataDir, 'simulator-state.json'),
-    },
-    /listening on/,
-  );
+  await services.startSimulator({ port: SIMULATOR_PORT, webhookUrl: `${LB_URL}/webhooks/delivery`, webhookSecret, dataDir });
   await Promise.all([
     ...Array.from({ length: WORKERS }, (_, i) => services.start(`worker-${i + 1}`, 'worker/main.ts', { ...temporalEnv, DELIVERY_API_URL: SIMULATOR_URL }, /^worker: task queue/)),
     ...BRIDGE_PORTS.map((port, i) =>

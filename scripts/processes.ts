@@ -327,6 +327,24 @@ export function localStack(name: string, log: (line: string) => void, stopRest: 
   process.on('SIGTERM', () => void stack.shutdown(0));
   return {
     start: (part: string, entry: string, env: NodeJS.ProcessEnv, ready: RegExp) => stack.start({ name: part, entry, env, ready, startTimeoutMs: 0 }),
+    /**
+     * The sandbox simulator of the stack: a lifecycle step every 5 s, signed webhooks to `webhookUrl`,
+     * and its deliveries, orders, idempotency keys and pending work kept in `dataDir` across restarts.
+     */
+    startSimulator: (o: { port: number; webhookUrl: string; webhookSecret: string; dataDir: string }) =>
+      stack.start({
+        name: 'simulator',
+        entry: 'simulator/main.ts',
+        env: {
+          SIMULATOR_PORT: String(o.port),
+          SIMULATOR_AUTO_ADVANCE_MS: process.env.SIMULATOR_AUTO_ADVANCE_MS ?? '5000',
+          SIMULATOR_WEBHOOK_URL: o.webhookUrl,
+          SIMULATOR_WEBHOOK_SECRET: o.webhookSecret,
+          SIMULATOR_STATE_FILE: process.env.SIMULATOR_STATE_FILE || join(o.dataDir, 'simulator-state.json'),
+        },
+        ready: /listening on/,
+        startTimeoutMs: 0,
+      }),
     /** Supervises a part that is not one of the project's processes (nginx, Temporal's). */
     supervise: (part: string, start: () => Promise<Run>) => stack.supervise(part, start),
     supervisor: stack.supervisor,

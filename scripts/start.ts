@@ -1,3 +1,4 @@
+// scripts/: running the stack: npm start, npm run cluster, process and Temporal CLI provisioning, generated documents.
 /**
  * `npm start`: the whole local stack in one command.
  *   - a Temporal dev server (gRPC 127.0.0.1:7233, Web UI http://127.0.0.1:8233, data in .data/),
@@ -26,7 +27,8 @@ const root = join(__dirname, '..');
 const dataDir = join(root, '.data');
 const TEMPORAL_PORT = Number(process.env.TEMPORAL_PORT ?? 7233);
 const TEMPORAL_UI_PORT = Number(process.env.TEMPORAL_UI_PORT ?? 8233);
-const SIMULATOR_URL = 'http://127.0.0.1:4010';
+const SIMULATOR_PORT = 4010;
+const SIMULATOR_URL = `http://127.0.0.1:${SIMULATOR_PORT}`;
 const BRIDGE_URL = 'http://127.0.0.1:8080';
 const BRIDGE_ADMIN_URL = 'http://127.0.0.1:8081';
 const CODEC_URL = 'http://127.0.0.1:8234';
@@ -85,18 +87,7 @@ async function main(): Promise<void> {
   const webhookSecret = webhook.secrets[0]!;
   const temporalEnv = { TEMPORAL_ADDRESS: devServer.address, TEMPORAL_NAMESPACE: devServer.namespace, DELIVERY_PAYLOAD_KEYS: payloadKeys };
 
-  await services.start(
-    'simulator',
-    'simulator/main.ts',
-    {
-      SIMULATOR_AUTO_ADVANCE_MS: process.env.SIMULATOR_AUTO_ADVANCE_MS ?? '5000',
-      SIMULATOR_WEBHOOK_URL: `${BRIDGE_URL}/webhooks/delivery`,
-      SIMULATOR_WEBHOOK_SECRET: webhookSecret,
-      // Deliveries, orders, idempotency keys and pending work survive a restart of the stack.
-      SIMULATOR_STATE_FILE: process.env.SIMULATOR_STATE_FILE || join(dataDir, 'simulator-state.json'),
-    },
-    /listening on/,
-  );
+  await services.startSimulator({ port: SIMULATOR_PORT, webhookUrl: `${BRIDGE_URL}/webhooks/delivery`, webhookSecret, dataDir });
   await Promise.all([
     services.start('worker', 'worker/main.ts', { ...temporalEnv, DELIVERY_API_URL: SIMULATOR_URL }, /^worker: task queue/),
     services.start('bridge', 'bridge/main.ts', { ...temporalEnv, DELIVERY_API_URL: SIMULATOR_URL, DELIVERY_WEBHOOK_SECRETS: webhook.secrets.join(',') }, /^bridge: listening/),

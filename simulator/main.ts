@@ -1,3 +1,4 @@
+// simulator/: the courier's sandbox for tests, demos and benchmarks.
 /**
  * `npm run simulator`: the local provider sandbox on http://127.0.0.1:4010 (SIMULATOR_HOST,
  * SIMULATOR_PORT). Prints the URL and the default sandbox key (the only key ever printed) and

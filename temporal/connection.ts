@@ -1,3 +1,4 @@
+// temporal/: reaching Temporal: connection settings, the payload codec, the failure converter and the codec server.
 /**
  * Where Temporal is and how to reach it, the same for the worker, the bridge, the client library
  * and the CLI. Connection settings come from `@temporalio/envconfig`: the standard variables

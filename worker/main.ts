@@ -1,3 +1,4 @@
+// worker/: the worker process: delivery workflows, the pacing gate and the provider activities (`npm run worker`).
 /**
  * `npm run worker`: runs the delivery workers against Temporal and the provider configured in the
  * environment (by default the local stack). The API key is read here, from the environment, and

@@ -1,3 +1,3 @@
-// The workflows a worker registers (its `workflowsPath` points here).
+// workflows/: the workflows a worker registers (its `workflowsPath` points here).
 export { delivery, quoteOnly } from './delivery';
 export { pacingGate } from './gate';

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import Ajv2020 from 'ajv/dist/2020';
 import { deliveryInputIssues } from '../../activities/start-checks';
 import { DeliveryStateSchema, DeliveryWorkflowInputSchema } from '../../contract/schemas';
-import { workflowContractDocument } from '../../contract/document';
+import { workflowContractDocument } from '../../scripts/workflow-contract';
 import type { DeliveryState } from '../../contract/delivery-types';
 import { DELIVERY_SEARCH_ATTRIBUTES } from '../../contract/search-attributes';
 import { deliveryRequest } from '../fixtures/orders';

@@ -1,14 +1,14 @@
 /**
  * docs/workflow-contract.json: the delivery workflow's contract for clients in any language, as
- * JSON Schema 2020-12 generated from the zod schemas in contract.ts (`npm run workflow-schema`),
+ * JSON Schema 2020-12 generated from the zod schemas in contract/schemas.ts and nexus/schemas.ts (`npm run workflow-schema`),
  * with what a client needs besides the shapes: names, IDs, search attributes, failure types.
  * Checked equal to the generated document by test/unit/workflow-contract.test.ts.
  */
 import { z } from 'zod';
-import { workflowContractRegistry } from './schemas';
-import { NON_RETRYABLE_PROVIDER_FAILURES, PROVIDER_FAILURE_TYPES, WORKFLOW_FAILURE_TYPES } from './failures';
-import { DELIVERY_SEARCH_ATTRIBUTES } from './search-attributes';
-import { DEFAULT_TASK_QUEUE } from './task-queues';
+import { workflowContractRegistry } from '../contract/schemas';
+import { NON_RETRYABLE_PROVIDER_FAILURES, PROVIDER_FAILURE_TYPES, WORKFLOW_FAILURE_TYPES } from '../contract/failures';
+import { DELIVERY_SEARCH_ATTRIBUTES } from '../contract/search-attributes';
+import { DEFAULT_TASK_QUEUE } from '../contract/task-queues';
 import { nexusServiceDocument } from '../nexus/schemas';
 
 type Json = Record<string, unknown>;
