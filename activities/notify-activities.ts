@@ -6,7 +6,7 @@
  */
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import type { DeliveryNotification } from '../contract/notification-types';
+import type { DeliveryNotification } from '../contract/delivery-types';
 import { NOTIFY_FAILURE_TYPES } from '../contract/failures';
 import type { NotifyConfig } from '../notifications/config';
 import { retryDelayMs } from '../notifications/retry-schedule';

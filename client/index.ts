@@ -4,5 +4,6 @@ export type { StartOptions, StartedDelivery, DeliverySummary, WatchUpdate } from
 export type { DeliveryOrder, DeliveryState, DeliveryResult, TimelineEntry } from '../contract/delivery-types';
 export { parseNotification, verifyNotification, NotificationVerificationError } from './notifications';
 export type { NotificationWebhook } from './notifications';
-export type { DeliveryNotification, NotificationType, NotificationChange, NotifySettings } from '../contract/notification-types';
+export type { NotificationType, NotifySettings } from '../contract/notification-types';
+export type { DeliveryNotification, NotificationChange } from '../contract/delivery-types';
 export type { Price, Quote, UpdateDeliveryRequest, FieldIssue } from '../provider/schemas';

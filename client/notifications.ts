@@ -4,7 +4,7 @@
  * check the bridge makes on the provider's webhooks (provider/webhook-signature.ts).
  */
 import { DeliveryNotificationSchema } from '../contract/schemas';
-import type { DeliveryNotification } from '../contract/notification-types';
+import type { DeliveryNotification } from '../contract/delivery-types';
 import { fieldIssues } from '../provider/validation';
 import { verifyWebhook, type VerifyFailure } from '../provider/webhook-signature';
 import { WEBHOOK_TOLERANCE_MS } from '../provider/limits';

@@ -5,7 +5,7 @@
  * come from the worker's environment.
  */
 import type { CreateDeliveryRequest, DeliveryStatus, DestinationStatus, PackageType, Price, Quote } from '../provider/schemas';
-import type { NotificationFate, NotificationType, NotifierSnapshot, NotifySettings } from './notification-types';
+import type { NotificationFate, NotificationType, NotifySettings } from './notification-types';
 
 /** The order as the order system sends it; `reference_number` is set from the reference. */
 export type DeliveryOrder = Omit<CreateDeliveryRequest, 'reference_number'>;
@@ -152,3 +152,60 @@ export function timelineTotal(state: Pick<DeliveryState, 'timeline' | 'timelineD
 
 /** What the workflow returns when the delivery has ended. */
 export type DeliveryResult = DeliveryState;
+
+// ---------------------------------------------------------------------------------------------
+// Notifications: every change an order system cares about, pushed to it (its workflow by signal,
+// its HTTP endpoint by signed webhook), so that it never has to poll. One shape for both ways. No
+// personal data: ids, statuses, time windows, tracking links and prices only.
+
+/** What changed, by notification type; fields that do not apply are absent. */
+export interface NotificationChange {
+  /** `delivery`, a destination id, `quote`, `update` or `cancellation`. */
+  subject: string;
+  status?: string;
+  previousStatus?: string;
+  /** A status that came after a later one of the same subject (a retried webhook): recorded, the status did not move back. */
+  late?: boolean;
+  source?: ChangeSource;
+  /** The provider's webhook event id behind a status change, when it came by webhook. */
+  providerEventId?: string;
+  /** When the provider says it happened (ISO 8601). */
+  occurredAt?: string;
+  trackingUrl?: string;
+  /** quote.awaiting_approval: the quote and the maximum it is over. */
+  quote?: Quote;
+  maxPrice?: Price;
+  /** update.applied: the fields the update changed. */
+  fields?: string[];
+  /** update.refused and delivery.ended (when not delivered): the failure type. */
+  failureType?: string;
+  cancellation?: CancellationOutcome;
+  /** delivery.ended: how the workflow ended. */
+  outcome?: 'completed' | 'cancelled' | 'failed';
+}
+
+/** The delivery's state as notifications carry it: the status query's answer without the timeline. */
+export type NotifiedState = Omit<DeliveryState, 'timeline' | 'timelineDropped'>;
+
+export interface DeliveryNotification {
+  type: NotificationType;
+  /** Stable across retries, runs and workers: the webhook's `webhook-id`, for a receiver's de-duplication. */
+  eventId: string;
+  /** 1, 2, 3, … per delivery, kept across continue-as-new: a receiver applies them in this order. */
+  sequence: number;
+  reference: string;
+  deliveryId?: string;
+  /** Workflow time of the change (ISO 8601). */
+  at: string;
+  change: NotificationChange;
+  state: NotifiedState;
+  /** delivery.ended only: the workflow's final result (timeline included). */
+  result?: DeliveryResult;
+}
+
+/** What a delivery's notifications carry over a continue-as-new: the sequence, the unsent ones, each target's progress. */
+export interface NotifierSnapshot {
+  sequence: number;
+  unsent: DeliveryNotification[];
+  targets: Record<string, { sentUpTo: number; stopped?: Exclude<NotificationFate, 'pending' | 'sent'> }>;
+}

@@ -25,7 +25,8 @@ import {
   contractRegistry,
 } from '../provider/schemas';
 import type { CarriedQuote, DeliveryState, DeliveryWorkflowInput, FollowUpSettings, StatusChange } from './delivery-types';
-import { DEFAULT_NOTIFY_SIGNAL, NOTIFICATION_TYPES, type DeliveryNotification, type NotifySettings } from './notification-types';
+import { DEFAULT_NOTIFY_SIGNAL, NOTIFICATION_TYPES, type NotifySettings } from './notification-types';
+import type { DeliveryNotification } from './delivery-types';
 
 /** Every schema with an `id` here is a definition of docs/workflow-contract.json. */
 export const workflowContractRegistry = z.registry<{ id: string; description?: string }>();

@@ -7,7 +7,7 @@
  * within 10 s. The answer is classified; retrying is Temporal's (activities/notify-activities.ts).
  */
 import { Agent, type Dispatcher } from 'undici';
-import type { DeliveryNotification } from '../contract/notification-types';
+import type { DeliveryNotification } from '../contract/delivery-types';
 import { signWebhookWithAll } from '../provider/webhook-signature';
 import type { NotifyEndpoint } from './config';
 

@@ -7,7 +7,8 @@
 import { sha256 } from '@noble/hashes/sha256';
 import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils';
 import type { DeliveryResult, DeliveryState, TimelineEntry, TimelineNotification } from '../contract/delivery-types';
-import type { DeliveryNotification, NotificationChange, NotificationFate, NotificationType, NotifiedState, NotifierSnapshot } from '../contract/notification-types';
+import type { NotificationFate, NotificationType } from '../contract/notification-types';
+import type { DeliveryNotification, NotificationChange, NotifiedState, NotifierSnapshot } from '../contract/delivery-types';
 
 export type StopFate = Exclude<NotificationFate, 'pending' | 'sent'>;
 

@@ -10,7 +10,8 @@
 import { type ActivityOptions, ActivityFailure, ApplicationFailure, CancellationScope, condition, getExternalWorkflowHandle, proxyActivities, sleep, workflowInfo } from '@temporalio/workflow';
 import type { NotifyActivities } from '../activities/notify-activities';
 import { NOTIFY_FAILURE_TYPES } from '../contract/failures';
-import { DEFAULT_NOTIFY_SIGNAL, type DeliveryNotification, type NotifierSnapshot, type NotifySettings } from '../contract/notification-types';
+import { DEFAULT_NOTIFY_SIGNAL, type NotifySettings } from '../contract/notification-types';
+import type { DeliveryNotification, NotifierSnapshot } from '../contract/delivery-types';
 import type { TimelineEntry } from '../contract/delivery-types';
 import { notificationsTaskQueue } from '../contract/task-queues';
 import { NOTIFY_GIVE_UP_AFTER as GIVE_UP_AFTER } from '../notifications/retry-schedule';

@@ -5,7 +5,7 @@
 import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
-import type { DeliveryNotification } from '../../contract/notification-types';
+import type { DeliveryNotification } from '../../contract/delivery-types';
 import { generateWebhookSecret } from '../../provider/webhook-signature';
 
 export interface ReceivedNotification {

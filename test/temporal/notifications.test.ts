@@ -7,7 +7,7 @@ import { getEventListeners } from 'node:events';
 import { Worker } from '@temporalio/worker';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { DeliveryRequestRejectedError, InvalidInputError } from '../../client/delivery-client';
-import type { DeliveryNotification } from '../../contract/notification-types';
+import type { DeliveryNotification } from '../../contract/delivery-types';
 import type { DeliveryWorkflowInput } from '../../contract/delivery-types';
 import { deliveryWorkflowId } from '../../contract/workflow-ids';
 import type { NotifyConfig, NotifyEndpoint } from '../../notifications/config';
