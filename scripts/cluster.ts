@@ -21,6 +21,7 @@ import { TemporalCluster, assertPortsFree, clusterPortList, defaultClusterPorts 
 import { ensureServerTools } from './cluster/tools';
 import { ensureTemporalCli } from './temporal-cli';
 import { localStack } from './processes';
+import { makeStackVersionCurrent } from './deployment-on-start';
 
 const root = join(__dirname, '..');
 const dataDir = join(root, '.data');
@@ -107,6 +108,7 @@ async function main(): Promise<void> {
     ),
     services.start('codec', 'temporal/codec-server.ts', { DELIVERY_PAYLOAD_KEYS: payloadKeys, CODEC_ALLOWED_ORIGIN: cluster.uiUrl }, /^codec: listening/),
   ]);
+  await makeStackVersionCurrent(temporalEnv, log);
   lb = new LoadBalancer({ nginx, dir: join(dataDir, 'cluster', 'nginx'), listenPort: LB_PORT, bridgePorts: BRIDGE_PORTS, output: (l) => process.stdout.write(`[nginx] ${l}\n`) });
   await lb.start();
 

@@ -18,6 +18,7 @@ import { createStartCheckActivities } from '../activities/start-checks';
 import type { CallFamily } from '../provider/limits';
 import { gateTaskQueue, providerTaskQueues } from '../contract/task-queues';
 import { DEFAULT_PACING, taskQueueRatePerSecond, type PacingSettings } from './pacing-config';
+import type { DeploymentVersion } from '../temporal/worker-deployment';
 
 export interface DeliveryWorkerOptions {
   connection: NativeConnection;
@@ -44,6 +45,12 @@ export interface DeliveryWorkerOptions {
   stickyQueueTimeoutMs?: number;
   /** Payload encryption (temporal/payload-codec.ts); the same codec as every client's. */
   dataConverter?: DataConverter;
+  /**
+   * The deployment version these workers are (temporal/worker-deployment.ts): every queue, the
+   * activity queues too, is polled as that version, so a pinned delivery's calls run on its own
+   * build. Unset: unversioned workers (tests that do not deploy).
+   */
+  deployment?: DeploymentVersion;
 }
 
 export interface DeliveryWorkers {
@@ -69,7 +76,13 @@ export const DEFAULT_MAX_CONCURRENT_WORKFLOW_TASKS = 10;
 export async function createDeliveryWorkers(o: DeliveryWorkerOptions): Promise<DeliveryWorkers> {
   const pacing: PacingSettings = { ...DEFAULT_PACING, ...o.pacing };
   const queues = providerTaskQueues(o.taskQueue);
-  const base = { connection: o.connection, namespace: o.namespace, dataConverter: o.dataConverter };
+  const base = {
+    connection: o.connection,
+    namespace: o.namespace,
+    dataConverter: o.dataConverter,
+    // Each workflow type names its behavior (workflows/delivery.ts, workflows/gate.ts); PINNED is the safe default.
+    workerDeploymentOptions: o.deployment ? { useWorkerVersioning: true as const, version: o.deployment, defaultVersioningBehavior: 'PINNED' as const } : undefined,
+  };
 
   const workflowBundle = o.workflowBundle ?? (await bundleWorkflows());
   const gateActivities = createGateActivities({ client: o.client, settings: pacing });
@@ -134,10 +147,10 @@ export async function createDeliveryWorkers(o: DeliveryWorkerOptions): Promise<D
 }
 
 /** Bundles the workflow code, keeping webpack's module listing out of the worker's log. */
-export function bundleWorkflows(): Promise<WorkflowBundle> {
+export function bundleWorkflows(workflowsPath = require.resolve('../workflows')): Promise<WorkflowBundle> {
   const quiet = () => undefined;
   return bundleWorkflowCode({
-    workflowsPath: require.resolve('../workflows'),
+    workflowsPath,
     // Workflow failures (and the activity failures they carry as causes) are encoded too, so the
     // payload codec encrypts their messages; harmless without a codec.
     failureConverterPath: FAILURE_CONVERTER_PATH,

@@ -14,7 +14,7 @@ import { generateWebhookSecret } from '../../provider/webhook-signature';
 import { createSimulator, type Simulator, type SimulatorOptions } from '../../simulator/server';
 import type { PacingSettings } from '../../worker/pacing-config';
 import { testClient } from './temporal';
-import { startWorkers, type RunningWorkers } from './workers';
+import { startWorkers, type RunningWorkers, type StartWorkersOptions } from './workers';
 
 export const SANDBOX_KEY = 'sandbox-key';
 
@@ -44,6 +44,8 @@ export async function startStack(
     temporalAddress?: string;
     /** Pacing of the stack's workers (default: the gate, limits no test waits on). */
     pacing?: Partial<PacingSettings>;
+    /** The workers' version and bundle (versioned workers; default: unversioned, the product's bundle). */
+    workers?: Pick<StartWorkersOptions, 'deployment' | 'workflowBundle'>;
   } = {},
 ): Promise<Stack> {
   const sim = createSimulator({ onError: (m) => console.error(`simulator: ${m}`), ...o.simulator });
@@ -51,7 +53,7 @@ export async function startStack(
 
   const { client: temporal, connection } = await testClient(o.dataConverter, o.temporalAddress);
   const workerProvider = new ProviderClient({ baseUrl: simUrl, apiKey: o.workerApiKey ?? SANDBOX_KEY, timeoutMs: 5_000 });
-  const workers = await startWorkers(createProviderActivities(workerProvider), { prefix: 'e2e', dataConverter: o.dataConverter, address: o.temporalAddress, pacing: o.pacing });
+  const workers = await startWorkers(createProviderActivities(workerProvider), { prefix: 'e2e', dataConverter: o.dataConverter, address: o.temporalAddress, pacing: o.pacing, ...o.workers });
 
   const webhookSecret = generateWebhookSecret();
   const bridgeProvider = new ProviderClient({ baseUrl: simUrl, apiKey: SANDBOX_KEY, timeoutMs: 5_000 });

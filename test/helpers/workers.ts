@@ -6,6 +6,7 @@ import type { ProviderActivities } from '../../activities/provider-activities';
 import type { CallFamily, RateLimit } from '../../provider/limits';
 import type { PacingSettings } from '../../worker/pacing-config';
 import { bundleWorkflows, createDeliveryWorkers, type DeliveryWorkers } from '../../worker/worker';
+import type { DeploymentVersion } from '../../temporal/worker-deployment';
 import { testNativeConnection, testServerAddress, uniqueTaskQueue } from './temporal';
 
 let bundle: Promise<WorkflowBundle> | undefined;
@@ -34,6 +35,10 @@ export interface StartWorkersOptions {
   dataConverter?: DataConverter;
   address?: string;
   taskQueue?: string;
+  /** Versioned workers (test/temporal/versioning.test.ts); unset: unversioned, as every other test runs them. */
+  deployment?: DeploymentVersion;
+  /** Another workflow bundle than the product's (a deliberately different build). */
+  workflowBundle?: WorkflowBundle;
 }
 
 export async function startWorkers(activities: ProviderActivities, options: StartWorkersOptions = {}): Promise<RunningWorkers> {
@@ -48,8 +53,9 @@ export async function startWorkers(activities: ProviderActivities, options: Star
     activities,
     client,
     pacing: { limits: UNTHROTTLED, ...options.pacing },
-    workflowBundle: await workflowBundle(),
+    workflowBundle: options.workflowBundle ?? (await workflowBundle()),
     dataConverter: options.dataConverter,
+    deployment: options.deployment,
   });
   const running = workers.run();
   return {
