@@ -17,6 +17,7 @@ import { temporalSettingsFromEnv } from '../temporal/connection';
 import {
   deploymentVersionFromEnv,
   describeDeployment,
+  describeVersion,
   hasPollers,
   missingTaskQueues,
   openPinned,
@@ -79,7 +80,7 @@ export async function rollTo(t: RolloutTarget, buildId: string, ramp?: number): 
   return EXIT.ok;
 }
 
-/** Ends a ramp, or makes the version current before the last switch current again. */
+/** Ends a ramp, or makes current again the version that was last current (or ramping) before this one. */
 export async function abortRollout(t: RolloutTarget): Promise<number> {
   const state = await describeDeployment(t.service, t.namespace, t.deploymentName);
   if (state?.ramping) {
@@ -87,7 +88,7 @@ export async function abortRollout(t: RolloutTarget): Promise<number> {
     t.log(`ramp of ${state.ramping.buildId} ended: new deliveries start on ${state.current ?? 'unversioned workers'} again; those started on ${state.ramping.buildId} finish there`);
     return EXIT.ok;
   }
-  const previous = (state?.versions ?? []).filter((v) => v.buildId !== state?.current && v.lastCurrentMs !== undefined).sort((a, b) => b.lastCurrentMs! - a.lastCurrentMs!)[0];
+  const previous = (state?.versions ?? []).filter((v) => v.buildId !== state?.current && v.lastActiveMs !== undefined).sort((a, b) => b.lastActiveMs! - a.lastActiveMs!)[0];
   if (!previous) {
     t.log('nothing to abort: no ramp, and no version was current before this one');
     return EXIT.usage;
@@ -107,13 +108,15 @@ export async function report(t: RolloutTarget): Promise<{ state?: DeploymentStat
   for (const v of state.versions) {
     if (v.buildId === state.current || v.buildId === state.ramping?.buildId) continue;
     const version = { deploymentName: t.deploymentName, buildId: v.buildId };
+    // The version's own description: the deployment's summary of it can lag behind the drainage check.
+    const drainage = (await describeVersion(t.service, t.namespace, version))?.drainage ?? v.drainage;
     const open = await openPinned(t.service, t.namespace, version);
     const polled = await hasPollers(t.service, t.namespace, version, t.taskQueue);
     let verdict: string;
-    if (v.drainage === 'drained' && open === 0) verdict = polled ? 'drained: its workers may be stopped' : 'drained, no workers';
+    if (drainage === 'drained' && open === 0) verdict = polled ? 'drained: its workers may be stopped' : 'drained, no workers';
     else if (open > 0) verdict = `${open} open pinned deliveries${polled ? ', its workers must keep running' : ''}`;
     else verdict = 'no open pinned delivery; the server has not reported it drained yet (it checks every few minutes, queries may still come)';
-    if (v.drainage !== 'drained' && v.status !== 'inactive') draining++;
+    if (drainage !== 'drained' && v.status !== 'inactive') draining++;
     t.log(`  ${v.buildId}: ${v.status}, ${verdict}`);
   }
   const stranded = await strandedVersions(t.service, t.namespace, t.deploymentName, t.taskQueue);

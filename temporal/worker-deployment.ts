@@ -105,8 +105,8 @@ export interface VersionSummary {
   status: 'inactive' | 'current' | 'ramping' | 'draining' | 'drained' | 'unknown';
   /** The server's drainage check (run every few minutes): drained means no open pinned workflow and none expected to be queried. */
   drainage?: 'draining' | 'drained';
-  /** When it last stopped being current (ms since the epoch), if it ever was. */
-  lastCurrentMs?: number;
+  /** When it last stopped being current or ramping (ms since the epoch), if it ever was either. */
+  lastActiveMs?: number;
 }
 
 export interface DeploymentState {
@@ -154,7 +154,7 @@ export async function describeDeployment(service: Service, namespace: string, de
       buildId: v.deploymentVersion?.buildId ?? '',
       status: statusName(v.status),
       drainage: drainageName(v.drainageInfo?.status ?? v.drainageStatus),
-      lastCurrentMs: v.lastCurrentTime?.seconds ? Number(v.lastCurrentTime.seconds) * 1000 + Math.floor((v.lastCurrentTime.nanos ?? 0) / 1e6) : undefined,
+      lastActiveMs: v.lastDeactivationTime?.seconds ? Number(v.lastDeactivationTime.seconds) * 1000 + Math.floor((v.lastDeactivationTime.nanos ?? 0) / 1e6) : undefined,
     })),
   };
 }

@@ -11,7 +11,7 @@ import { startDevServer, type DevServer } from '../../scripts/temporal-dev-serve
  * drained only minutes after its last pinned workflow closed (queries may still come): seconds
  * here, so test/temporal/versioning.test.ts can watch a version drain.
  */
-const TEST_DEV_SERVER_ARGS = ['matching.wv.VersionDrainageStatusRefreshInterval=1s', 'matching.wv.VersionDrainageStatusVisibilityGracePeriod=2s'].flatMap((v) => ['--dynamic-config-value', v]);
+const TEST_DEV_SERVER_ARGS = ['matching.wv.VersionDrainageStatusRefreshInterval="1s"', 'matching.wv.VersionDrainageStatusVisibilityGracePeriod="2s"'].flatMap((v) => ['--dynamic-config-value', v]);
 
 declare global {
   var __temporalDevServer: DevServer | undefined;

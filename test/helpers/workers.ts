@@ -58,13 +58,18 @@ export async function startWorkers(activities: ProviderActivities, options: Star
     deployment: options.deployment,
   });
   const running = workers.run();
+  let stopped: Promise<void> | undefined;
   return {
     taskQueue,
     workers,
-    async stop() {
-      workers.shutdown();
-      await running;
-      await connection.close();
+    // Once, however often it is called (a test may stop one version's workers before its stack stops).
+    stop() {
+      stopped ??= (async () => {
+        workers.shutdown();
+        await running;
+        await connection.close();
+      })();
+      return stopped;
     },
   };
 }
