@@ -280,3 +280,23 @@ describe('an aborted rollout', () => {
     expectAllOn(await runsOf(stack.temporal, onBuildB), b.buildId);
   }, 240_000);
 });
+
+describe('a task queue added to a version that is already current', () => {
+  const { a } = versions();
+  let first: Stack | undefined;
+  let second: Stack | undefined;
+  afterAll(async () => {
+    await second?.stop();
+    await first?.stop();
+  });
+
+  it('is served at once (a worker of the current version on a new queue needs no rollout)', async () => {
+    first = await stackOnA(a, {});
+    // Another queue, the same version: as a benchmark phase or a second deployment does.
+    second = await startStack({ simulator: { timeScale: SCALE }, pacing, workers: { deployment: a } });
+    await waitForVersion(second.temporal.workflowService, second.temporal.options.namespace, a, second.workers.taskQueue);
+    await start(second, ['JOIN-0'], 'join');
+    await deliverAll(second, ['JOIN-0']);
+    expectAllOn(await runsOf(second.temporal, ['JOIN-0']), a.buildId);
+  }, 120_000);
+});
