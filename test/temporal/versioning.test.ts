@@ -6,7 +6,9 @@
  * so a delivery that moved to B would fail its workflow tasks: every delivery must finish on the
  * build it started on, and the pacing gate (AUTO_UPGRADE) serves both.
  */
+import { execFileSync, execSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
 import type { Client } from '@temporalio/client';
 import type { WorkflowBundle } from '@temporalio/worker';
 import { Worker } from '@temporalio/worker';
@@ -15,6 +17,7 @@ import { createProviderActivities } from '../../activities/provider-activities';
 import type { DeliveryOrder } from '../../contract/delivery-types';
 import { deliveryWorkflowId, gateWorkflowId } from '../../contract/workflow-ids';
 import { ProviderClient } from '../../provider/client';
+import { makeStackVersionCurrent } from '../../scripts/deployment-on-start';
 import { abortRollout, report, rollTo, type RolloutTarget } from '../../scripts/rollout';
 import { describeDeployment, describeVersion, openPinned, setCurrentVersion, waitForVersion, type DeploymentVersion } from '../../temporal/worker-deployment';
 import { bundleWorkflows } from '../../worker/worker';
@@ -299,4 +302,74 @@ describe('a task queue added to a version that is already current', () => {
     await deliverAll(second, ['JOIN-0']);
     expectAllOn(await runsOf(second.temporal, ['JOIN-0']), a.buildId);
   }, 120_000);
+});
+
+describe('a version whose pinned deliveries no worker polls', () => {
+  const { a } = versions();
+  const c = { deploymentName: a.deploymentName, buildId: 'build-c' }; // the product's code again: compatible with A
+  const d = { deploymentName: a.deploymentName, buildId: 'build-d' };
+  let stack: Stack;
+  const extra: RunningWorkers[] = [];
+  const providers: ProviderClient[] = [];
+  afterAll(async () => {
+    for (const w of extra) await w.stop();
+    await Promise.all(providers.map((p) => p.close()));
+    await stack?.stop();
+  });
+
+  async function workersOf(v: DeploymentVersion): Promise<RunningWorkers> {
+    const provider = new ProviderClient({ baseUrl: stack.simUrl, apiKey: SANDBOX_KEY, timeoutMs: 5_000 });
+    providers.push(provider);
+    const w = await startWorkers(createProviderActivities(provider), { taskQueue: stack.workers.taskQueue, pacing, deployment: v });
+    extra.push(w);
+    return w;
+  }
+
+  /** As `npm start` does after starting the workers of `v`: its log lines. */
+  async function startedAs(v: DeploymentVersion): Promise<string> {
+    const lines: string[] = [];
+    await makeStackVersionCurrent({ DELIVERY_TASK_QUEUE: stack.workers.taskQueue, WORKER_DEPLOYMENT_NAME: v.deploymentName, WORKER_BUILD_ID: v.buildId }, (l) => lines.push(l));
+    return lines.join('\n');
+  }
+
+  it('is reported loudly by the start, and its deliveries end once its workers run again (way out 1)', async () => {
+    stack = await stackOnA(a, {});
+    const refs = ['STRAND-A-0', 'STRAND-A-1', 'STRAND-A-2'];
+    await start(stack, refs, 'sa');
+    await created(stack, refs);
+    // The stack restarts on new code: A's workers gone, C's started and made current.
+    await stack.workers.stop();
+    await workersOf(c);
+    const log = await startedAs(c);
+    expect(log).toContain(`workers: version ${a.deploymentName}:build-c, current (was build-a)`);
+    expect(log).toContain(`!!! version ${a.deploymentName}:build-a: 3 open pinned deliveries and NO worker polling for it`);
+    expect(log).toMatch(/start that version's workers: .*WORKER_BUILD_ID=build-a/);
+
+    // The rollout command, run as an operator would, names the same deployment and build.
+    const out = execFileSync(process.execPath, ['--import', 'tsx', 'scripts/rollout.ts'], { cwd: join(__dirname, '..', '..'), env: { ...process.env, DELIVERY_TASK_QUEUE: stack.workers.taskQueue, WORKER_DEPLOYMENT_NAME: a.deploymentName } }).toString();
+    expect(out).toContain(`deployment ${a.deploymentName}: current build-c`);
+    expect(out).toMatch(/build-a: draining, 3 open pinned deliveries/);
+
+    await workersOf(a);
+    await deliverAll(stack, refs);
+    expectAllOn(await runsOf(stack.temporal, refs), a.buildId);
+  }, 180_000);
+
+  it('moves its deliveries on with the printed update-options command when the change is compatible (way out 2)', async () => {
+    const refs = ['STRAND-C-0', 'STRAND-C-1'];
+    await start(stack, refs, 'sc');
+    await created(stack, refs);
+    const onC = extra[0]!;
+    await onC.stop();
+    await workersOf(d);
+    const log = await startedAs(d);
+    const command = log.split('\n').find((l) => l.includes('temporal workflow update-options'))!.replace(/^!!!\s+temporal /, '');
+    expect(command).toContain(`TemporalWorkerDeploymentVersion='${a.deploymentName}:build-c'`);
+    execSync(`"${process.env.TEMPORAL_CLI_PATH}" ${command}`, { env: process.env, stdio: 'pipe' });
+    await eventually('the deliveries to be pinned to D', async () => ((await openPinned(stack.temporal.workflowService, stack.temporal.options.namespace, c)) === 0 ? true : undefined), 30_000);
+    await deliverAll(stack, refs);
+    const runs = await runsOf(stack.temporal, refs);
+    expect(runs.map((r) => [...r.builds].sort())).toEqual(refs.map(() => ['build-c', 'build-d']));
+    expect(runs.reduce((n, r) => n + r.failedTasks, 0)).toBe(0);
+  }, 180_000);
 });
