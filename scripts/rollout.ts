@@ -31,16 +31,16 @@ import {
 
 const EXIT = { ok: 0, error: 1, usage: 2, notReady: 3, stranded: 4 } as const;
 
-class UsageError extends Error {}
+export class UsageError extends Error {}
 
-interface RolloutArgs {
+export interface RolloutArgs {
   buildId?: string;
   ramp?: number;
   abort: boolean;
   watch: boolean;
 }
 
-function parse(argv: string[]): RolloutArgs {
+export function parseRolloutArgs(argv: string[]): RolloutArgs {
   const { values } = parseArgs({ args: argv, options: { 'build-id': { type: 'string' }, ramp: { type: 'string' }, abort: { type: 'boolean', default: false }, watch: { type: 'boolean', default: false } }, strict: true });
   const buildId = values['build-id'];
   if (buildId !== undefined && !/^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$/.test(buildId)) throw new UsageError('--build-id: must be letters, digits, ., - or _ (at most 200)');
@@ -128,7 +128,7 @@ export async function report(t: RolloutTarget): Promise<{ state?: DeploymentStat
 async function main(): Promise<number> {
   let args: RolloutArgs;
   try {
-    args = parse(process.argv.slice(2));
+    args = parseRolloutArgs(process.argv.slice(2));
   } catch (err) {
     process.stderr.write(`rollout: ${(err as Error).message}\n`);
     return EXIT.usage;
