@@ -91,20 +91,22 @@ async function main(): Promise<void> {
   const stop = () => workers.shutdown();
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
+  const running = workers.run();
+  running.catch(() => undefined); // awaited below; a worker that fails meanwhile is not an unhandled rejection
+  // Once its queues are polled, and before the ready line, so whatever waits for it finds the
+  // version routed. A failure is reported; the workers go on (the version can be made current later).
+  const routed = await routeOnStart(temporalClient.workflowService, temporal.namespace, deployment, temporal.taskQueue, env.WORKER_MAKE_CURRENT).catch((err: Error) => {
+    console.error(`worker: could not make ${versionLabel(deployment)} current: ${err.message}`);
+    return undefined;
+  });
+  if (routed) console.log(`worker: ${routed}`);
   console.log(
     `worker: task queue ${temporal.taskQueue} on ${temporal.address} (namespace ${temporal.namespace}), provider ${client.baseUrl}` +
       `, version ${versionLabel(deployment)}` +
       `, pacing by ${pacing.pacing} (creations ${pacing.limits.creations.limit}/${pacing.limits.creations.windowMs / 1000} s, quotes ${pacing.limits.quotes.limit}/${pacing.limits.quotes.windowMs / 1000} s)` +
       (env.WORKER_METRICS_ADDRESS ? `, metrics http://${env.WORKER_METRICS_ADDRESS}/metrics` : ''),
   );
-  const running = workers.run();
-  // Once its queues are polled; a failure here is reported, the workers go on (a version can be made current later).
-  const routing = routeOnStart(temporalClient.workflowService, temporal.namespace, deployment, temporal.taskQueue, env.WORKER_MAKE_CURRENT).then(
-    (done) => done && console.log(`worker: ${done}`),
-    (err: Error) => console.error(`worker: could not make ${versionLabel(deployment)} current: ${err.message}`),
-  );
   await running;
-  await routing;
   await connection.close();
   await client.close();
 }
