@@ -227,9 +227,13 @@ async function switchFigures(ctx: Context, orders: Order[], taskQueue: string, s
   const { EventType } = proto.api.enums.v1;
   const eventsOf = async (workflowId: string) => (await ctx.temporal.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
   const ms = (t: unknown) => Number((t as { seconds?: unknown }).seconds ?? 0) * 1000 + Math.floor(((t as { nanos?: number }).nanos ?? 0) / 1e6);
-  const gate = await eventsOf(gateWorkflowId(taskQueue));
+  // Every run of the gate (it continues as new), oldest first.
+  const runs: string[] = [];
+  for await (const w of ctx.temporal.workflow.list({ query: `WorkflowId = '${gateWorkflowId(taskQueue)}'` })) runs.push(w.runId);
+  const gate: Awaited<ReturnType<typeof eventsOf>> = [];
+  for (const runId of runs.reverse()) gate.push(...((await ctx.temporal.workflow.getHandle(gateWorkflowId(taskQueue), runId).fetchHistory()).events ?? []));
   const firstOnB = gate.find((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED && e.workflowTaskCompletedEventAttributes?.deploymentVersion?.buildId === 'b');
-  const started = gate.find((e) => Number(e.eventId) === Number(firstOnB?.workflowTaskCompletedEventAttributes?.startedEventId));
+  const started = gate.slice(0, gate.indexOf(firstOnB!)).reverse().find((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED);
   let failedTasks = gate.filter((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED).length;
   let onOtherBuild = 0;
   await pool(orders, 16, async (o) => {
@@ -237,7 +241,7 @@ async function switchFigures(ctx: Context, orders: Order[], taskQueue: string, s
     failedTasks += events.filter((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED).length;
     if (events.some((e) => e.workflowTaskCompletedEventAttributes && e.workflowTaskCompletedEventAttributes.deploymentVersion?.buildId !== 'a')) onOtherBuild++;
   });
-  const figures = { firstTaskOnBMs: started ? ms(started.eventTime) - switchedAt : NaN, failedWorkflowTasks: failedTasks, deliveriesMovedOffA: onOtherBuild };
+  const figures = { firstTaskOnBMs: started ? ms(started.eventTime) - switchedAt : NaN, gateRuns: runs.length, failedWorkflowTasks: failedTasks, deliveriesMovedOffA: onOtherBuild };
   progress(`switch: ${JSON.stringify(figures)}`);
   return figures;
 }

@@ -175,10 +175,10 @@ describe('a replay-incompatible build shipped while deliveries are in flight', (
     expectAllOn(runsA, a.buildId);
     expectAllOn(runsB, b.buildId);
     const firstOnB = Math.min(...runsB.map((r) => r.firstTaskOf(b.buildId)!));
-    process.stdout.write(`versioning: B current to B's first workflow task: ${firstOnB - switchedAt} ms\n`);
 
     // The gate moved to B (AUTO_UPGRADE) and served both.
     const gate = await runOf(stack.temporal, gateWorkflowId(stack.workers.taskQueue));
+    process.stdout.write(`versioning: from B current to B's first workflow task: a new delivery's ${firstOnB - switchedAt} ms, the gate's ${gate.firstTaskOf(b.buildId)! - switchedAt} ms\n`);
     expect(gate.builds).toEqual(new Set([a.buildId, b.buildId]));
     expect(gate.failedTasks).toBe(0);
 
