@@ -196,17 +196,33 @@ export async function waitForVersion(service: Service, namespace: string, v: Dep
 
 const IDENTITY = 'delivery-orchestrator rollout';
 
-/** Makes `v` the current version (and clears any ramp); a no-op when it already is. */
+/**
+ * The server answers a routing change before every task queue has it (1.29 propagates it in the
+ * background): until then a new workflow may still start on the version before. Waits until the
+ * deployment reports the change propagated.
+ */
+async function routingPropagated(service: Service, namespace: string, deploymentName: string, timeoutMs = 60_000): Promise<void> {
+  const { IN_PROGRESS } = { IN_PROGRESS: temporal.api.enums.v1.RoutingConfigUpdateState.ROUTING_CONFIG_UPDATE_STATE_IN_PROGRESS };
+  const deadline = Date.now() + timeoutMs;
+  while ((await service.describeWorkerDeployment({ namespace, deploymentName })).workerDeploymentInfo?.routingConfigUpdateState === IN_PROGRESS) {
+    if (Date.now() > deadline) throw new Error(`deployment ${deploymentName}: the routing change has not reached every task queue after ${timeoutMs / 1000} s`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** Makes `v` the current version (and clears any ramp) once every task queue has it; a no-op when it already is. */
 export async function setCurrentVersion(service: Service, namespace: string, v: DeploymentVersion): Promise<{ previous?: string }> {
   const state = await describeDeployment(service, namespace, v.deploymentName);
   if (state?.current === v.buildId && !state.ramping) return { previous: v.buildId };
   const answer = await service.setWorkerDeploymentCurrentVersion({ namespace, deploymentName: v.deploymentName, buildId: v.buildId, identity: IDENTITY });
+  await routingPropagated(service, namespace, v.deploymentName);
   return { previous: answer.previousDeploymentVersion?.buildId ?? undefined };
 }
 
-/** Sends `percentage` of new workflows to `v`; `v` undefined ends the ramp. */
+/** Sends `percentage` of new workflows to `v` (`v` undefined ends the ramp), once every task queue has it. */
 export async function setRampingVersion(service: Service, namespace: string, deploymentName: string, buildId: string | undefined, percentage: number): Promise<void> {
   await service.setWorkerDeploymentRampingVersion({ namespace, deploymentName, buildId: buildId ?? '', percentage: buildId ? percentage : 0, identity: IDENTITY });
+  await routingPropagated(service, namespace, deploymentName);
 }
 
 /** Pollers heard from in this long count as alive (a long poll is renewed within about a minute). */
