@@ -76,18 +76,21 @@ export const DEFAULT_MAX_CONCURRENT_WORKFLOW_TASKS = 10;
 export async function createDeliveryWorkers(o: DeliveryWorkerOptions): Promise<DeliveryWorkers> {
   const pacing: PacingSettings = { ...DEFAULT_PACING, ...o.pacing };
   const queues = providerTaskQueues(o.taskQueue);
-  const base = {
-    connection: o.connection,
-    namespace: o.namespace,
-    dataConverter: o.dataConverter,
-    // Each workflow type names its behavior (workflows/delivery.ts, workflows/gate.ts); PINNED is the safe default.
-    workerDeploymentOptions: o.deployment ? { useWorkerVersioning: true as const, version: o.deployment, defaultVersioningBehavior: 'PINNED' as const } : undefined,
-  };
+  const base = { connection: o.connection, namespace: o.namespace, dataConverter: o.dataConverter };
+  /**
+   * Versioning behavior by queue, not by workflow type (setWorkflowOptions): an unversioned worker
+   * whose workflows declare a behavior has every workflow task refused by the server. Deliveries
+   * and quotes (the main queue) are PINNED: they finish on the build they started on. The gate
+   * (its own queue) lives for ever: AUTO_UPGRADE to the current build at its next task.
+   */
+  const versioned = (behavior: 'PINNED' | 'AUTO_UPGRADE') =>
+    o.deployment ? { workerDeploymentOptions: { useWorkerVersioning: true as const, version: o.deployment, defaultVersioningBehavior: behavior } } : {};
 
   const workflowBundle = o.workflowBundle ?? (await bundleWorkflows());
   const gateActivities = createGateActivities({ client: o.client, settings: pacing });
   const workflowWorker = await Worker.create({
     ...base,
+    ...versioned('PINNED'),
     taskQueue: o.taskQueue,
     workflowBundle,
     activities: { ...gateActivities, ...createStartCheckActivities() },
@@ -98,6 +101,7 @@ export async function createDeliveryWorkers(o: DeliveryWorkerOptions): Promise<D
   // The pacing gate, on its own queue (contract/task-queues.ts says why).
   const gateWorker = await Worker.create({
     ...base,
+    ...versioned('AUTO_UPGRADE'),
     taskQueue: gateTaskQueue(o.taskQueue),
     workflowBundle,
     activities: gateActivities, // its answers go out by local activity
@@ -109,6 +113,7 @@ export async function createDeliveryWorkers(o: DeliveryWorkerOptions): Promise<D
     families.map((family) =>
       Worker.create({
         ...base,
+        ...versioned('PINNED'), // activities only: polled as the version, so a pinned delivery's calls stay on its build
         taskQueue: queues[family],
         activities: o.activities,
         maxTaskQueueActivitiesPerSecond: gated(family) ? undefined : taskQueueRatePerSecond(pacing.limits[family]),
