@@ -197,15 +197,28 @@ export async function waitForVersion(service: Service, namespace: string, v: Dep
 const IDENTITY = 'delivery-orchestrator rollout';
 
 /**
- * The server answers a routing change before every task queue has it (1.29 propagates it in the
- * background): until then a new workflow may still start on the version before. Waits until the
- * deployment reports the change propagated.
+ * The server answers a routing change before its task queues have it (their routing travels to
+ * the matching service in the background): a workflow started at once may still start on the
+ * version before. Waits until every workflow queue of the versions involved routes as the
+ * deployment says. (After a ramp is ended, the dev server 1.29.1 still started about one new
+ * workflow in ten on the ramped build, seconds later; each finishes on the build it started on.)
  */
 async function routingPropagated(service: Service, namespace: string, deploymentName: string, timeoutMs = 60_000): Promise<void> {
-  const { IN_PROGRESS } = { IN_PROGRESS: temporal.api.enums.v1.RoutingConfigUpdateState.ROUTING_CONFIG_UPDATE_STATE_IN_PROGRESS };
   const deadline = Date.now() + timeoutMs;
-  while ((await service.describeWorkerDeployment({ namespace, deploymentName })).workerDeploymentInfo?.routingConfigUpdateState === IN_PROGRESS) {
-    if (Date.now() > deadline) throw new Error(`deployment ${deploymentName}: the routing change has not reached every task queue after ${timeoutMs / 1000} s`);
+  type Routing = { currentDeploymentVersion?: { buildId?: string | null } | null; rampingDeploymentVersion?: { buildId?: string | null } | null; rampingVersionPercentage?: number | null } | null | undefined;
+  const key = (r: Routing) => `${r?.currentDeploymentVersion?.buildId ?? ''}|${r?.rampingDeploymentVersion?.buildId ?? ''}|${r?.rampingDeploymentVersion ? (r.rampingVersionPercentage ?? 0) : 0}`;
+  for (;;) {
+    const routing = (await service.describeWorkerDeployment({ namespace, deploymentName })).workerDeploymentInfo?.routingConfig;
+    const involved = [routing?.currentDeploymentVersion?.buildId, routing?.rampingDeploymentVersion?.buildId].filter((b): b is string => !!b);
+    const queues = new Set<string>();
+    for (const buildId of involved) for (const q of (await describeVersion(service, namespace, { deploymentName, buildId }))?.taskQueues ?? []) if (q.type === 'workflow') queues.add(q.name);
+    let lagging: string | undefined;
+    for (const name of queues) {
+      const { versioningInfo } = await service.describeTaskQueue({ namespace, taskQueue: { name }, taskQueueType: TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW });
+      if (key(versioningInfo) !== key(routing)) lagging = name;
+    }
+    if (!lagging) return;
+    if (Date.now() > deadline) throw new Error(`deployment ${deploymentName}: task queue ${lagging} does not route as the deployment says after ${timeoutMs / 1000} s`);
     await new Promise((r) => setTimeout(r, 100));
   }
 }
