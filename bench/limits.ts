@@ -6,6 +6,8 @@
  * once through the pacing gate (`gate`), through Temporal's task-queue rate limit set on the
  * server (`task-queue`), straight to the API client retrying 429s with exponential backoff
  * (`naive`), and the gate's backlog of POISON_ORDERS with poison orders started first (`poison`).
+ * Not by default: `switch`, the gate's backlog while the workers' deployment switches versions
+ * (a second set of workers, build B, made current once a third of the orders are created).
  */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
@@ -20,12 +22,14 @@ import { deliveryRequest, destination } from '../test/fixtures/orders';
 import { taskQueueRatePerSecond } from '../worker/pacing-config';
 import type { DeliveryOrder, DeliveryState } from '../contract/delivery-types';
 import { quoteFingerprint } from '../workflows/quote-fingerprint';
-import { deliveryWorkflowId } from '../contract/workflow-ids';
+import { deliveryWorkflowId, gateWorkflowId } from '../contract/workflow-ids';
 import { providerTaskQueues } from '../contract/task-queues';
 import { limitsCharts, type BacklogSamples } from './limits-charts';
 import { backlogCounter, leastCreationTimes, leastDrainMs, round, windowUse } from './limits-figures';
 import { benchSettings, median, pool, progressLog, sleep, ticker, type BenchmarkOutput } from './measure';
 import { ENTRY } from '../scripts/processes';
+import { setCurrentVersion, waitForVersion } from '../temporal/worker-deployment';
+import { temporal as proto } from '@temporalio/proto';
 
 const { num } = benchSettings('LIMITS');
 const SCALE = num('SCALE', 10);
@@ -74,7 +78,7 @@ async function newSimulator(options: SimulatorOptions): Promise<{ sim: Simulator
   return { sim, url: (await sim.listen(0, '127.0.0.1')).url };
 }
 
-function startWorkers(ctx: Context, o: { taskQueue: string; url: string; key: string; pacing: 'gate' | 'task-queue' }) {
+function startWorkers(ctx: Context, o: { taskQueue: string; url: string; key: string; pacing: 'gate' | 'task-queue'; env?: Record<string, string>; name?: string }) {
   const env = {
     ...ctx.stack.env(o.url, o.key),
     LOG_LEVEL: 'WARN',
@@ -87,8 +91,9 @@ function startWorkers(ctx: Context, o: { taskQueue: string; url: string; key: st
     PROVIDER_QUOTE_MIN_REMAINING_MS: String(Math.round(60_000 / SCALE)),
     PROVIDER_CALL_TIMEOUT_MS: '10000',
     WORKER_WORKFLOW_BUNDLE: ctx.bundle,
+    ...o.env,
   };
-  return Promise.all(Array.from({ length: workerCount() }, (_, i) => ctx.stack.processes.start({ name: `worker-${i + 1}`, ...ENTRY.worker, env })));
+  return Promise.all(Array.from({ length: workerCount() }, (_, i) => ctx.stack.processes.start({ name: `${o.name ?? 'worker'}-${i + 1}`, ...ENTRY.worker, env })));
 }
 
 /** When the simulator created each order's delivery, waiting until all are or the deadline passes. */
@@ -163,7 +168,7 @@ function backlogFigures(phase: string, orders: Order[], startedAt: Map<string, n
  * gate's, five poison orders placed first (two Unicode references, a newline one, which is refused
  * before start and so left out, 500 forever, 422); it reports the others' figures.
  */
-async function backlogPhase(ctx: Context, phase: 'gate' | 'task-queue' | 'poison'): Promise<BacklogFigures> {
+async function backlogPhase(ctx: Context, phase: 'gate' | 'task-queue' | 'poison' | 'switch'): Promise<BacklogFigures & Partial<SwitchFigures>> {
   const key = `bench-${phase}`;
   const taskQueue = `limits-${phase}`;
   const stamp = Date.now().toString(36);
@@ -172,7 +177,12 @@ async function backlogPhase(ctx: Context, phase: 'gate' | 'task-queue' | 'poison
   const orders = phase === 'poison' ? all.slice(5) : all;
   const { sim, url } = await newSimulator({ apiKeys: [key], faults: poison.length ? { reference_faults: { [poison[2]!.reference]: 500, [poison[3]!.reference]: 422 } } : {} });
   if (phase === 'task-queue') await setServerQueueLimits(ctx, taskQueue);
-  const workers = await startWorkers(ctx, { taskQueue, url, key, pacing: phase === 'task-queue' ? 'task-queue' : 'gate' });
+  const deployment = `bench-${phase}-${stamp}`; // a deployment of its own: its current version is this phase's alone
+  const versionEnv = (buildId: string, makeCurrent: string) => ({ WORKER_DEPLOYMENT_NAME: deployment, WORKER_BUILD_ID: buildId, WORKER_MAKE_CURRENT: makeCurrent });
+  const workers = await startWorkers(ctx, { taskQueue, url, key, pacing: phase === 'task-queue' ? 'task-queue' : 'gate', env: phase === 'switch' ? versionEnv('a', 'always') : undefined });
+  // Build B's workers poll before the switch, as a rollout requires (npm run rollout checks it).
+  if (phase === 'switch') workers.push(...(await startWorkers(ctx, { taskQueue, url, key, pacing: 'gate', env: versionEnv('b', 'never'), name: 'worker-b' })));
+  let switched: Promise<number> | undefined;
   const client = new DeliveryClient({ temporal: ctx.temporal, taskQueue });
   const least = leastDrainMs(orders, LIMITS.quotes, LIMITS.creations);
   progress(`${phase}: ${orders.length} orders (${orders.filter((o) => o.order.is_food).length} food, ${new Set(orders.map((o) => o.fingerprint)).size} distinct), least drain ${(least / 1000).toFixed(1)} s`);
@@ -183,13 +193,51 @@ async function backlogPhase(ctx: Context, phase: 'gate' | 'task-queue' | 'poison
       startedAt.set(o.reference, Date.now());
       await client.startDelivery(o.order, { reference: o.reference, followUp: { quietMs: QUIET_MS, jitter: 0.2 } });
     });
+    if (phase === 'switch') switched = switchWhenCreated(ctx, sim, { deploymentName: deployment, buildId: 'b' }, taskQueue, Math.floor(orders.length / 3));
     const createdAt = await waitCreated(sim, orders, Date.now() + 3 * least + 60_000, phase);
-    return backlogFigures(phase, orders, startedAt, await quotedTimes(ctx.temporal, orders), createdAt, callLog(sim));
+    const figures = backlogFigures(phase, orders, startedAt, await quotedTimes(ctx.temporal, orders), createdAt, callLog(sim));
+    return switched ? { ...figures, ...(await switchFigures(ctx, orders, taskQueue, await switched)) } : figures;
   } finally {
     await Promise.all(workers.map((w) => w.stop()));
     await Promise.all([...poison, ...orders].map((o) => ctx.temporal.workflow.getHandle(deliveryWorkflowId(o.reference)).terminate('benchmark over').catch(() => undefined)));
     await sim.close();
   }
+}
+
+/** Makes build B current once `after` orders are created; resolves to the time it did. */
+async function switchWhenCreated(ctx: Context, sim: Simulator, b: { deploymentName: string; buildId: string }, taskQueue: string, after: number): Promise<number> {
+  await waitForVersion(ctx.temporal.workflowService, ctx.stack.server.namespace, b, taskQueue);
+  while (sim.deliveries().length < after) await sleep(100);
+  await setCurrentVersion(ctx.temporal.workflowService, ctx.stack.server.namespace, b);
+  const at = Date.now();
+  progress(`switch: build ${b.buildId} current after ${sim.deliveries().length} creations`);
+  return at;
+}
+
+type SwitchFigures = Awaited<ReturnType<typeof switchFigures>>;
+
+/** From the histories: when the gate's first task ran on B after the switch, and whether any workflow task failed (a delivery replayed on the other build would). */
+async function switchFigures(ctx: Context, orders: Order[], taskQueue: string, switchedAt: number) {
+  const { EventType } = proto.api.enums.v1;
+  const eventsOf = async (workflowId: string) => (await ctx.temporal.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
+  const ms = (t: unknown) => Number((t as { seconds?: unknown }).seconds ?? 0) * 1000 + Math.floor(((t as { nanos?: number }).nanos ?? 0) / 1e6);
+  // Every run of the gate (it continues as new), oldest first.
+  const runs: string[] = [];
+  for await (const w of ctx.temporal.workflow.list({ query: `WorkflowId = '${gateWorkflowId(taskQueue)}'` })) runs.push(w.runId);
+  const gate: Awaited<ReturnType<typeof eventsOf>> = [];
+  for (const runId of runs.reverse()) gate.push(...((await ctx.temporal.workflow.getHandle(gateWorkflowId(taskQueue), runId).fetchHistory()).events ?? []));
+  const firstOnB = gate.find((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED && e.workflowTaskCompletedEventAttributes?.deploymentVersion?.buildId === 'b');
+  const started = gate.slice(0, gate.indexOf(firstOnB!)).reverse().find((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED);
+  let failedTasks = gate.filter((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED).length;
+  let onOtherBuild = 0;
+  await pool(orders, 16, async (o) => {
+    const events = await eventsOf(deliveryWorkflowId(o.reference));
+    failedTasks += events.filter((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED).length;
+    if (events.some((e) => e.workflowTaskCompletedEventAttributes && e.workflowTaskCompletedEventAttributes.deploymentVersion?.buildId !== 'a')) onOtherBuild++;
+  });
+  const figures = { firstTaskOnBMs: started ? ms(started.eventTime) - switchedAt : NaN, gateRuns: runs.length, failedWorkflowTasks: failedTasks, deliveriesMovedOffA: onOtherBuild };
+  progress(`switch: ${JSON.stringify(figures)}`);
+  return figures;
 }
 
 /** The engine's own limit, on the server: one value for all workers, which no worker option overrides. */
@@ -256,6 +304,7 @@ export async function limitsBenchmark(): Promise<BenchmarkOutput> {
     if (PHASES.includes('gate')) Object.assign(figures, prefixed('gate', await backlogPhase(ctx, 'gate')));
     if (PHASES.includes('task-queue')) Object.assign(figures, prefixed('taskqueue', await backlogPhase(ctx, 'task-queue')));
     if (PHASES.includes('naive')) Object.assign(figures, prefixed('naive', await naivePhase()));
+    if (PHASES.includes('switch')) Object.assign(figures, prefixed('switch', await backlogPhase(ctx, 'switch')));
     if (PHASES.includes('poison')) {
       const others = await backlogPhase(ctx, 'poison');
       Object.assign(figures, { poison_orders: POISON_ORDERS, poison_others_created: others.created, poison_others_drain_ratio: others.drainRatio, poison_refused429: others.refused429 });

@@ -23,6 +23,7 @@ import { ensureServerTools } from './cluster/tools';
 import { ensureTemporalCli } from './temporal-cli';
 import { localStack } from './processes';
 import { setUpLocalNexus } from './nexus-setup';
+import { makeStackVersionCurrent } from './deployment-on-start';
 
 const root = join(__dirname, '..');
 const dataDir = join(root, '.data');
@@ -101,6 +102,7 @@ async function main(): Promise<void> {
     ),
     services.start('codec', 'temporal/codec-server.ts', { DELIVERY_PAYLOAD_KEYS: payloadKeys, CODEC_ALLOWED_ORIGIN: cluster.uiUrl }, /^codec: listening/),
   ]);
+  await makeStackVersionCurrent(temporalEnv, log);
   lb = new LoadBalancer({ nginx, dir: join(dataDir, 'cluster', 'nginx'), listenPort: LB_PORT, bridgePorts: BRIDGE_PORTS, output: (l) => process.stdout.write(`[nginx] ${l}\n`) });
   await services.supervise('nginx', () => lb!.start());
 

@@ -21,6 +21,7 @@ import { ensureTemporalCli } from './temporal-cli';
 import { describeEndpoints, notifyConfigFromEnv } from '../notifications/config';
 import { localStack } from './processes';
 import { setUpLocalNexus } from './nexus-setup';
+import { makeStackVersionCurrent } from './deployment-on-start';
 import { startDevServer, type DevServer } from './temporal-dev-server';
 
 const root = join(__dirname, '..');
@@ -93,6 +94,7 @@ async function main(): Promise<void> {
     services.start('bridge', 'bridge/main.ts', { ...temporalEnv, DELIVERY_API_URL: SIMULATOR_URL, DELIVERY_WEBHOOK_SECRETS: webhook.secrets.join(',') }, /^bridge: listening/),
     services.start('codec', 'temporal/codec-server.ts', { DELIVERY_PAYLOAD_KEYS: payloadKeys, CODEC_ALLOWED_ORIGIN: devServer.uiUrl }, /^codec: listening/),
   ]);
+  await makeStackVersionCurrent(temporalEnv, log);
 
   log('');
   log('the local stack is up:');

@@ -17,6 +17,7 @@ import { z } from 'zod';
 import { pacingSettingsFromEnv } from './pacing-config';
 import { createDeliveryWorkers } from './worker';
 import { describeEndpoints, notifyConfigFromEnv } from '../notifications/config';
+import { deploymentVersionFromEnv, MakeCurrentSchema, routeOnStart, versionLabel } from '../temporal/worker-deployment';
 
 const WorkerEnvSchema = z.object({
   LOG_LEVEL: z.enum(['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR']).default('INFO'),
@@ -30,6 +31,8 @@ const WorkerEnvSchema = z.object({
   WORKER_STICKY_QUEUE_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).optional(),
   /** A workflow bundle built ahead (bundleWorkflows in worker/worker.ts): starts in a second instead of bundling. */
   WORKER_WORKFLOW_BUNDLE: z.string().min(1).optional(),
+  /** Whether this worker's version becomes current when it starts (temporal/worker-deployment.ts, routeOnStart). */
+  WORKER_MAKE_CURRENT: MakeCurrentSchema,
 });
 
 /**
@@ -69,6 +72,8 @@ async function main(): Promise<void> {
   const notify = notifyConfigFromEnv();
   const connection = await NativeConnection.connect(temporal.connectionOptions as NativeConnectionOptions);
   const dataConverter = dataConverterFromEnv();
+  const deployment = deploymentVersionFromEnv();
+  const temporalClient = new Client({ connection, namespace: temporal.namespace, dataConverter });
   const workers = await createDeliveryWorkers({
     connection,
     namespace: temporal.namespace,
@@ -76,7 +81,7 @@ async function main(): Promise<void> {
     activities: createProviderActivities(client, { httpTimeoutMs: provider.timeoutMs }),
     // The worker's own calls (the gate's start, requests and answers) share the native connection:
     // its transport runs off the JavaScript thread, which the workflow tasks keep busy.
-    client: new Client({ connection, namespace: temporal.namespace, dataConverter }),
+    client: temporalClient,
     pacing,
     dataConverter,
     notify,
@@ -85,17 +90,28 @@ async function main(): Promise<void> {
     maxConcurrentActivities: env.WORKER_MAX_CONCURRENT_ACTIVITIES,
     stickyQueueTimeoutMs: env.WORKER_STICKY_QUEUE_TIMEOUT_MS,
     workflowBundle: env.WORKER_WORKFLOW_BUNDLE ? { codePath: env.WORKER_WORKFLOW_BUNDLE } : undefined,
+    deployment,
   });
   const stop = () => workers.shutdown();
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
+  const running = workers.run();
+  running.catch(() => undefined); // awaited below; a worker that fails meanwhile is not an unhandled rejection
+  // Once its queues are polled, and before the ready line, so whatever waits for it finds the
+  // version routed. A failure is reported; the workers go on (the version can be made current later).
+  const routed = await routeOnStart(temporalClient.workflowService, temporal.namespace, deployment, temporal.taskQueue, env.WORKER_MAKE_CURRENT).catch((err: Error) => {
+    console.error(`worker: could not make ${versionLabel(deployment)} current: ${err.message}`);
+    return undefined;
+  });
+  if (routed) console.log(`worker: ${routed}`);
   console.log(
     `worker: task queue ${temporal.taskQueue} on ${temporal.address} (namespace ${temporal.namespace}), provider ${client.baseUrl}` +
+      `, version ${versionLabel(deployment)}` +
       `, pacing by ${pacing.pacing} (creations ${pacing.limits.creations.limit}/${pacing.limits.creations.windowMs / 1000} s, quotes ${pacing.limits.quotes.limit}/${pacing.limits.quotes.windowMs / 1000} s)` +
       `, notification endpoints: ${describeEndpoints(notify)}` +
       (env.WORKER_METRICS_ADDRESS ? `, metrics http://${env.WORKER_METRICS_ADDRESS}/metrics` : ''),
   );
-  await workers.run();
+  await running;
   await connection.close();
   await client.close();
 }

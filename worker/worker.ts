@@ -22,6 +22,7 @@ import type { CallFamily } from '../provider/limits';
 import { gateTaskQueue, notificationsTaskQueue, providerTaskQueues } from '../contract/task-queues';
 import { deliveriesServiceHandler } from '../nexus/handlers';
 import { DEFAULT_PACING, taskQueueRatePerSecond, type PacingSettings } from './pacing-config';
+import type { DeploymentVersion } from '../temporal/worker-deployment';
 
 export interface DeliveryWorkerOptions {
   connection: NativeConnection;
@@ -50,6 +51,12 @@ export interface DeliveryWorkerOptions {
   dataConverter?: DataConverter;
   /** The notification endpoints (notifications/config.ts); none by default. */
   notify?: NotifyConfig;
+  /**
+   * The deployment version these workers are (temporal/worker-deployment.ts): every queue, the
+   * activity queues too, is polled as that version, so a pinned delivery's calls run on its own
+   * build. Unset: unversioned workers (tests that do not deploy).
+   */
+  deployment?: DeploymentVersion;
 }
 
 export interface DeliveryWorkers {
@@ -76,12 +83,21 @@ export async function createDeliveryWorkers(o: DeliveryWorkerOptions): Promise<D
   const pacing: PacingSettings = { ...DEFAULT_PACING, ...o.pacing };
   const queues = providerTaskQueues(o.taskQueue);
   const base = { connection: o.connection, namespace: o.namespace, dataConverter: o.dataConverter };
+  /**
+   * Versioning behavior by queue, not by workflow type (setWorkflowOptions): an unversioned worker
+   * whose workflows declare a behavior has every workflow task refused by the server. Deliveries
+   * and quotes (the main queue) are PINNED: they finish on the build they started on. The gate
+   * (its own queue) lives for ever: AUTO_UPGRADE to the current build at its next task.
+   */
+  const versioned = (behavior: 'PINNED' | 'AUTO_UPGRADE') =>
+    o.deployment ? { workerDeploymentOptions: { useWorkerVersioning: true as const, version: o.deployment, defaultVersioningBehavior: behavior } } : {};
 
   const notify: NotifyConfig = o.notify ?? { endpoints: new Map(), retryScheduleMs: DEFAULT_RETRY_SCHEDULE };
   const workflowBundle = o.workflowBundle ?? (await bundleWorkflows());
   const gateActivities = createGateActivities({ client: o.client, settings: pacing });
   const workflowWorker = await Worker.create({
     ...base,
+    ...versioned('PINNED'),
     taskQueue: o.taskQueue,
     workflowBundle,
     activities: { ...gateActivities, ...createStartCheckActivities(new Set(notify.endpoints.keys())) },
@@ -93,6 +109,7 @@ export async function createDeliveryWorkers(o: DeliveryWorkerOptions): Promise<D
   // The pacing gate, on its own queue (contract/task-queues.ts says why).
   const gateWorker = await Worker.create({
     ...base,
+    ...versioned('AUTO_UPGRADE'),
     taskQueue: gateTaskQueue(o.taskQueue),
     workflowBundle,
     activities: gateActivities, // its answers go out by local activity
@@ -104,6 +121,7 @@ export async function createDeliveryWorkers(o: DeliveryWorkerOptions): Promise<D
     families.map((family) =>
       Worker.create({
         ...base,
+        ...versioned('PINNED'), // activities only: polled as the version, so a pinned delivery's calls stay on its build
         taskQueue: queues[family],
         activities: o.activities,
         maxTaskQueueActivitiesPerSecond: gated(family) ? undefined : taskQueueRatePerSecond(pacing.limits[family]),
@@ -115,6 +133,7 @@ export async function createDeliveryWorkers(o: DeliveryWorkerOptions): Promise<D
   // Notification webhooks on their own queue: a slow endpoint holds none of the provider calls' slots.
   const notifyWorker = await Worker.create({
     ...base,
+    ...versioned('PINNED'), // as the provider calls: a pinned delivery's notifications go out from its build
     taskQueue: notificationsTaskQueue(o.taskQueue),
     activities: createNotifyActivities(notify),
     maxConcurrentActivityTaskExecutions: o.maxConcurrentActivities ?? 200,
@@ -149,10 +168,10 @@ export async function createDeliveryWorkers(o: DeliveryWorkerOptions): Promise<D
 }
 
 /** Bundles the workflow code, keeping webpack's module listing out of the worker's log. */
-export function bundleWorkflows(): Promise<WorkflowBundle> {
+export function bundleWorkflows(workflowsPath = require.resolve('../workflows')): Promise<WorkflowBundle> {
   const quiet = () => undefined;
   return bundleWorkflowCode({
-    workflowsPath: require.resolve('../workflows'),
+    workflowsPath,
     // Workflow failures (and the activity failures they carry as causes) are encoded too, so the
     // payload codec encrypts their messages; harmless without a codec.
     failureConverterPath: FAILURE_CONVERTER_PATH,

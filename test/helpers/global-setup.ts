@@ -6,13 +6,20 @@
 import { ensureTemporalCli } from '../../scripts/temporal-cli';
 import { startDevServer, type DevServer } from '../../scripts/temporal-dev-server';
 
+/**
+ * The server checks whether an old worker version is drained every few minutes, and calls it
+ * drained only minutes after its last pinned workflow closed (queries may still come): seconds
+ * here, so test/temporal/versioning.test.ts can watch a version drain.
+ */
+const TEST_DEV_SERVER_ARGS = ['matching.wv.VersionDrainageStatusRefreshInterval="1s"', 'matching.wv.VersionDrainageStatusVisibilityGracePeriod="2s"'].flatMap((v) => ['--dynamic-config-value', v]);
+
 declare global {
   var __temporalDevServer: DevServer | undefined;
 }
 
 export default async function globalSetup(): Promise<void> {
   const cli = await ensureTemporalCli((line) => process.stderr.write(`${line}\n`));
-  const server = await startDevServer({ cli, namespace: 'default' });
+  const server = await startDevServer({ cli, namespace: 'default', extraArgs: TEST_DEV_SERVER_ARGS });
   globalThis.__temporalDevServer = server;
   process.env.TEMPORAL_ADDRESS = server.address;
   process.env.TEMPORAL_NAMESPACE = server.namespace;

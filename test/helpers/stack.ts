@@ -15,7 +15,7 @@ import { createSimulator, type Simulator, type SimulatorOptions } from '../../si
 import type { PacingSettings } from '../../worker/pacing-config';
 import type { NotifyConfig } from '../../notifications/config';
 import { testClient } from './temporal';
-import { startWorkers, type RunningWorkers } from './workers';
+import { startWorkers, type RunningWorkers, type StartWorkersOptions } from './workers';
 
 export const SANDBOX_KEY = 'sandbox-key';
 
@@ -47,6 +47,8 @@ export async function startStack(
     pacing?: Partial<PacingSettings>;
     /** Notification endpoints of the stack's workers. */
     notify?: NotifyConfig;
+    /** The workers' version and bundle (versioned workers; default: unversioned, the product's bundle). */
+    workers?: Pick<StartWorkersOptions, 'deployment' | 'workflowBundle'>;
   } = {},
 ): Promise<Stack> {
   const sim = createSimulator({ onError: (m) => console.error(`simulator: ${m}`), ...o.simulator });
@@ -54,7 +56,7 @@ export async function startStack(
 
   const { client: temporal, connection } = await testClient(o.dataConverter, o.temporalAddress);
   const workerProvider = new ProviderClient({ baseUrl: simUrl, apiKey: o.workerApiKey ?? SANDBOX_KEY, timeoutMs: 5_000 });
-  const workers = await startWorkers(createProviderActivities(workerProvider), { prefix: 'e2e', dataConverter: o.dataConverter, address: o.temporalAddress, pacing: o.pacing, notify: o.notify });
+  const workers = await startWorkers(createProviderActivities(workerProvider), { prefix: 'e2e', dataConverter: o.dataConverter, address: o.temporalAddress, pacing: o.pacing, notify: o.notify, ...o.workers });
 
   const webhookSecret = generateWebhookSecret();
   const bridgeProvider = new ProviderClient({ baseUrl: simUrl, apiKey: SANDBOX_KEY, timeoutMs: 5_000 });

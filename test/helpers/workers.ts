@@ -7,6 +7,7 @@ import type { CallFamily, RateLimit } from '../../provider/limits';
 import type { PacingSettings } from '../../worker/pacing-config';
 import type { NotifyConfig } from '../../notifications/config';
 import { bundleWorkflows, createDeliveryWorkers, type DeliveryWorkers } from '../../worker/worker';
+import type { DeploymentVersion } from '../../temporal/worker-deployment';
 import { testNativeConnection, testServerAddress, uniqueTaskQueue } from './temporal';
 
 let bundle: Promise<WorkflowBundle> | undefined;
@@ -37,6 +38,10 @@ export interface StartWorkersOptions {
   taskQueue?: string;
   /** Notification endpoints (none by default). */
   notify?: NotifyConfig;
+  /** Versioned workers (test/temporal/versioning.test.ts); unset: unversioned, as every other test runs them. */
+  deployment?: DeploymentVersion;
+  /** Another workflow bundle than the product's (a deliberately different build). */
+  workflowBundle?: WorkflowBundle;
 }
 
 export async function startWorkers(activities: ProviderActivities, options: StartWorkersOptions = {}): Promise<RunningWorkers> {
@@ -51,18 +56,24 @@ export async function startWorkers(activities: ProviderActivities, options: Star
     activities,
     client,
     pacing: { limits: UNTHROTTLED, ...options.pacing },
-    workflowBundle: await workflowBundle(),
+    workflowBundle: options.workflowBundle ?? (await workflowBundle()),
     dataConverter: options.dataConverter,
     notify: options.notify,
+    deployment: options.deployment,
   });
   const running = workers.run();
+  let stopped: Promise<void> | undefined;
   return {
     taskQueue,
     workers,
-    async stop() {
-      workers.shutdown();
-      await running;
-      await connection.close();
+    // Once, however often it is called (a test may stop one version's workers before its stack stops).
+    stop() {
+      stopped ??= (async () => {
+        workers.shutdown();
+        await running;
+        await connection.close();
+      })();
+      return stopped;
     },
   };
 }
