@@ -19,7 +19,17 @@ const CLOSED = 'Channel has been shut down';
 function endedCall(details: string): InterceptingCall {
   return new InterceptingCall({
     start(_metadata, listener) {
-      setImmediate(() => listener?.onReceiveStatus?.({ code: status.CANCELLED, details, metadata: new Metadata() }));
+      setImmediate(() => {
+        try {
+          listener?.onReceiveStatus?.({ code: status.CANCELLED, details, metadata: new Metadata() });
+        } catch {
+          // The SDK's retry interceptor (@temporalio/client grpc-retry.ts) hands the status on
+          // through the message callback of the call's first attempt, which it only has if that
+          // attempt got a message: a long poll that failed over and then met the closed channel
+          // throws "savedMessageNext is not a function" here, from a timer, off any awaited path.
+          // The call's caller then never hears back; the process is not brought down.
+        }
+      });
     },
     cancelWithStatus: () => undefined,
     getPeer: () => '',

@@ -17,7 +17,7 @@ import type { Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { z } from 'zod';
 import { parseEnv } from '../provider/validation';
-import { gateTaskQueue, providerTaskQueues } from '../contract/task-queues';
+import { gateTaskQueue, notificationsTaskQueue, providerTaskQueues } from '../contract/task-queues';
 
 export const DEFAULT_DEPLOYMENT_NAME = 'delivery-orchestrator';
 const ROOT = join(__dirname, '..');
@@ -97,6 +97,7 @@ export function versionTaskQueues(taskQueue: string): { name: string; type: 'wor
     { name: gateTaskQueue(taskQueue), type: 'workflow' },
     { name: gateTaskQueue(taskQueue), type: 'activity' },
     ...Object.values(providerTaskQueues(taskQueue)).map((name) => ({ name, type: 'activity' as const })),
+    { name: notificationsTaskQueue(taskQueue), type: 'activity' }, // notification webhooks
   ];
 }
 

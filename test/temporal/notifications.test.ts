@@ -18,6 +18,8 @@ import { startReceiver, type Receiver } from '../helpers/notify-receiver';
 import { createdDelivery, driveToDelivered, eventually, startStack, type Stack } from '../helpers/stack';
 import { testNativeConnection, testServerAddress, uniqueTaskQueue } from '../helpers/temporal';
 import { recordHistories } from '../helpers/histories';
+import { setCurrentVersion, waitForVersion } from '../../temporal/worker-deployment';
+import { randomUUID } from 'node:crypto';
 
 jest.setTimeout(120_000);
 
@@ -243,5 +245,28 @@ describe('notifications', () => {
     expect(polls).toBeGreaterThanOrEqual(1);
     expect(listeners).toBeLessThanOrEqual(1);
     expect(getEventListeners(abort.signal, 'abort')).toHaveLength(0);
+  });
+
+  it('go out from the build a delivery is pinned to, when the workers are a deployment version', async () => {
+    const version = { deploymentName: `notify-${randomUUID().slice(0, 8)}`, buildId: 'build-a' };
+    const receiver = await startReceiver();
+    const notify: NotifyConfig = { endpoints: new Map([['orders', { name: 'orders', url: new URL(receiver.url), secrets: [receiver.secret] }]]), retryScheduleMs: [200] };
+    const versioned = await startStack({ notify, workers: { deployment: version } });
+    try {
+      const { workflowService, options } = versioned.temporal;
+      await waitForVersion(workflowService, options.namespace, version, versioned.workers.taskQueue);
+      await setCurrentVersion(workflowService, options.namespace, version);
+      const reference = 'NOTIFY-PINNED';
+      await versioned.deliveries.startDelivery(deliveryRequest(), { reference, notify: { endpoint: 'orders' } });
+      const created = await createdDelivery(versioned, reference);
+      driveToDelivered(versioned.sim, created.deliveryId!);
+      const told = await eventually('the end', () => untilEnded(receiver, reference), 60_000);
+      expectInSequence(told);
+      expect(told.at(-1)).toMatchObject({ type: 'delivery.ended', change: { outcome: 'completed' } });
+      expect((await versioned.temporal.workflow.getHandle(deliveryWorkflowId(reference)).describe()).raw.workflowExecutionInfo?.versioningInfo?.behavior).toBeTruthy();
+    } finally {
+      await versioned.stop();
+      await receiver.close();
+    }
   });
 });
