@@ -3,8 +3,7 @@
  * metrics endpoint, the worker and the bridge as processes; the simulator, an HTTP receiver and an
  * order worker (test fixtures) in this process. Open deliveries told while nothing changes, beside
  * the same followed by `watch`; webhook → order system latency; the receiver down (503), then
- * back, without and with the worker SIGKILLed while it sends. Smaller runs: NOTIFY_BENCH_DELIVERIES,
- * _QUIET_SECONDS, _WEBHOOK_RATE, _LATENCY_WEBHOOKS, _OUTAGE_DELIVERIES, _OUTAGE_SECONDS.
+ * back, without and with the worker SIGKILLed while it sends. Smaller runs: the NOTIFY_BENCH_* below.
  */
 import { setMaxListeners } from 'node:events';
 import { Client } from '@temporalio/client';
@@ -19,7 +18,7 @@ import { createSimulator } from '../simulator/server';
 import { connectClient } from '../temporal/client-connection';
 import { deliveryRequest } from '../test/fixtures/orders';
 import { startReceiver } from '../test/helpers/notify-receiver';
-import { benchSettings, Cleanup, machineCpuSeconds, openLoop, pool, processCpuSeconds, progressLog, sleep, summarize, type BenchmarkOutput } from './measure';
+import { benchSettings, Cleanup, cpuSince, openLoop, pool, progressLog, sleep, summarize, type BenchmarkOutput } from './measure';
 import { notifyCharts } from './run-charts';
 import { frontendRequests, startBenchServer } from './temporal';
 
@@ -33,35 +32,40 @@ const OUTAGE_DELIVERIES = settings.num('OUTAGE_DELIVERIES', 50);
 /** Real seconds the receiver answers 503; with the retry schedule below (200 ms, 500 ms, 1 s…) that is ~20 attempts each, what 10 minutes are with 5 s, 5 min. */
 const OUTAGE_SECONDS = settings.num('OUTAGE_SECONDS', 20);
 const RETRY_SCHEDULE = '200ms,500ms,1s';
+/** A worker killed mid-attempt: the attempt times out (20 s), then Temporal's backoff for timeouts, 5 s × 2^(attempts − 1) up to
+ * 10 minutes (workflows/notifier.ts), applies; after an outage's many attempts that is the 10 minutes. */
+const KILL_WAIT_SECONDS = settings.num('KILL_WAIT_SECONDS', 720);
 /** A low rate beside the worst case: what the path itself costs, without queueing. */
 const LOW_RATE = 10;
 const [TASK_QUEUE, ORDER_QUEUE] = ['bench-notify', 'bench-orders'];
 const progress = progressLog('notify');
 
-/** One delivery's notifications as the receiver accepted them, against the sequences its timeline says were made. */
-function tally(made: number[], accepted: DeliveryNotification[]) {
+/** One delivery's notifications as the receiver accepted them, against those its timeline says were made: one never accepted is
+ * lost unless its fate at the endpoint is still `pending` (Temporal still retrying it). */
+function tally(made: { sequence: number; fate?: string }[], accepted: DeliveryNotification[]) {
   const seen = new Map<number, string>();
-  const t = { notifications_made: made.length, lost: 0, out_of_sequence: 0, duplicates_of_seen_id: 0, same_sequence_new_id: 0 };
+  const t = { notifications_made: made.length, lost: 0, still_pending: 0, out_of_sequence: 0, duplicates_of_seen_id: 0, same_sequence_new_id: 0 };
   for (const n of accepted) {
     if (seen.get(n.sequence) === n.eventId) t.duplicates_of_seen_id++;
     else if (seen.has(n.sequence)) t.same_sequence_new_id++;
     else if (n.sequence !== Math.max(0, ...seen.keys()) + 1) t.out_of_sequence++;
     if (!seen.has(n.sequence)) seen.set(n.sequence, n.eventId);
   }
-  t.lost = made.filter((sequence) => !seen.has(sequence)).length;
+  t.lost = made.filter((m) => !seen.has(m.sequence) && m.fate !== 'pending').length;
+  t.still_pending = made.filter((m) => !seen.has(m.sequence) && m.fate === 'pending').length;
   return t;
 }
 
 export async function notifyBenchmark(): Promise<BenchmarkOutput> {
   if (Math.min(DELIVERIES, QUIET_SECONDS, WEBHOOK_RATE, LATENCY_WEBHOOKS, OUTAGE_DELIVERIES, OUTAGE_SECONDS) < 1) throw new Error('every NOTIFY_BENCH_* count must be at least 1');
   const metricsUrl = new URL(`http://127.0.0.1:${await freePort()}/metrics`);
-  const { server, watchdog } = await startBenchServer(progress, 20 * 60_000, ['--metrics-port', metricsUrl.port]);
+  const { server, watchdog } = await startBenchServer(progress, 40 * 60_000, ['--metrics-port', metricsUrl.port]);
   const group = new ProcessGroup();
   const cleanup = new Cleanup();
   cleanup.add(() => server.stop());
   cleanup.add(() => group.stopAll());
   try {
-    const unlimited = { limit: 1_000_000 };
+    const unlimited = { limit: 1_000_000 }; // pace is not what this measures
     const sim = createSimulator({ rateLimits: { creations: unlimited, quotes: unlimited, other: unlimited }, onError: (m) => progress(`simulator: ${m}`) });
     const { url: simUrl } = await sim.listen(0, '127.0.0.1');
     cleanup.add(() => sim.close());
@@ -81,7 +85,6 @@ export async function notifyBenchmark(): Promise<BenchmarkOutput> {
     progress('bundling the workflows, starting the worker, the bridge and the order worker...');
     const bundle = await workflowBundleFile();
     cleanup.add(removeWorkflowBundleFile);
-    // Pace is not what this measures: the provider limits raised as the simulator's are. Endpoint `orders` is the receiver.
     const limits = { PROVIDER_PACING: 'task-queue', PROVIDER_RATE_LIMITS: 'creations=100000/1s,quotes=100000/1s,other=100000/1s', DELIVERY_API_CONNECTIONS: '64' };
     const notify = { DELIVERY_NOTIFY_ENDPOINTS: `orders=${receiver.url}`, DELIVERY_NOTIFY_SECRETS: `orders=${receiver.secret}`, DELIVERY_NOTIFY_RETRY_SCHEDULE: RETRY_SCHEDULE };
     const workerEnv = { ...common, ...limits, ...notify, DELIVERY_TASK_QUEUE: TASK_QUEUE, WORKER_WORKFLOW_BUNDLE: bundle, LOG_LEVEL: 'WARN' };
@@ -112,8 +115,7 @@ export async function notifyBenchmark(): Promise<BenchmarkOutput> {
         await sleep(500);
       }
     };
-    /** Until the receiver has heard nothing for 3 s. */
-    const settled = async () => {
+    const settled = async () => { // until the receiver has heard nothing for 3 s
       for (let n = -1; n !== receiver.requests.length; await sleep(3_000)) n = receiver.requests.length;
     };
 
@@ -128,18 +130,8 @@ export async function notifyBenchmark(): Promise<BenchmarkOutput> {
     const ids = await created(refs);
     await settled();
     const prefixed = (prefix: string, o: Record<string, number>) => Object.fromEntries(Object.entries(o).map(([k, v]) => [`${prefix}_${k}`, v]));
-    /** From now to the call: each process's CPU (% of one core), and the share of the machine's cores that processes not ours used. */
-    const meter = () => {
-      const read = () => ({ cpu: [worker.pid, server.process.pid, process.pid, bridge.pid].map((p) => processCpuSeconds(p) ?? 0), machine: machineCpuSeconds()!, at: performance.now() });
-      const before = read();
-      return () => {
-        const after = read();
-        const [seconds, used] = [(after.at - before.at) / 1000, after.cpu.map((c, i) => c - before.cpu[i]!)];
-        const pct = (i: number) => Number(((100 * used[i]!) / seconds).toFixed(1));
-        const others = after.machine.busy - before.machine.busy - used.reduce((a, b) => a + b, 0);
-        return { cpu_pct_worker: pct(0), cpu_pct_temporal: pct(1), cpu_pct_bench_process: pct(2), other_processes_cpu_pct: Math.round(Math.max(0, (100 * others) / (after.machine.total - before.machine.total))) };
-      };
-    };
+    // CPU of each of our processes from now to the call, beside the machine's share used by others (bench/measure.ts).
+    const meter = () => cpuSince({ worker: worker.pid, temporal: server.process.pid, bench_process: process.pid, bridge: bridge.pid });
     const measureWindow = async (seconds: number) => {
       const [cpu, req0, told0] = [meter(), await frontendRequests(metricsUrl), receiver.requests.length];
       await sleep(seconds * 1000);
@@ -152,10 +144,13 @@ export async function notifyBenchmark(): Promise<BenchmarkOutput> {
     progress(`the same ${DELIVERIES} deliveries followed by watch (500 ms) in this process for ${QUIET_SECONDS} s...`);
     const stop = new AbortController();
     setMaxListeners(DELIVERIES + 10, stop.signal);
-    // What watch costs is the figure, not what it yields.
-    const watching = Promise.all(refs.map(async (r) => { for await (const _ of deliveries.watch(r, { intervalMs: 500, signal: stop.signal })); }));
+    // What watch costs is the figure, not what it yields. A call that fails (a query times out when the worker is too busy) is counted, and the watcher starts again.
+    const watchOne = async (r: string) => { for await (const _ of deliveries.watch(r, { intervalMs: 500, signal: stop.signal })); };
+    let failed = 0;
+    const watching = Promise.all(refs.map(async (r) => { while (!stop.signal.aborted) await watchOne(r).catch(() => failed++); }));
     await sleep(3_000); // every watcher past its first round
-    const watched = await measureWindow(QUIET_SECONDS);
+    failed = 0;
+    const watched = { ...(await measureWindow(QUIET_SECONDS)), failed_watch_calls: failed };
     stop.abort();
     await watching;
 
@@ -212,12 +207,13 @@ export async function notifyBenchmark(): Promise<BenchmarkOutput> {
         if (worker.running) throw new Error(`${label}: the receiver did not accept ${2 * OUTAGE_DELIVERIES} requests within 60 s of coming back`);
         worker = await start('worker', workerEnv);
       }
-      const results = await Promise.race([Promise.all(outageRefs.map((r) => deliveries.result(r))), sleep(240_000).then(() => undefined)]);
-      if (!results) throw new Error(`${label}: not every delivery ended within 240 s of the receiver coming back`);
-      const sum: Record<string, number> = { all_ended_after_back_ms: Date.now() - up, attempts_refused_503: receiver.requests.filter((r) => r.answered === 503).length - refused0 };
-      results.forEach((result, i) => {
-        const made = result.timeline.flatMap((e) => (e.notification ? [e.notification.sequence] : []));
-        for (const [k, v] of Object.entries(tally(made, receiver.accepted().filter((n) => n.reference === outageRefs[i])))) sum[k] = (sum[k] ?? 0) + v;
+      // Done when the receiver has accepted every delivery's last notification (delivery.ended; the workflow then closes), or after the bound.
+      const open = () => outageRefs.length - new Set(receiver.accepted().flatMap((n) => (n.type === 'delivery.ended' && outageRefs.includes(n.reference) ? [n.reference] : []))).size;
+      for (const deadline = Date.now() + (kill ? KILL_WAIT_SECONDS : 240) * 1000; open() > 0 && Date.now() < deadline; ) await sleep(500);
+      const sum: Record<string, number> = { not_ended: open(), all_ended_after_back_ms: open() ? NaN : Date.now() - up, attempts_refused_503: receiver.requests.filter((r) => r.answered === 503).length - refused0 };
+      await pool(outageRefs, 8, async (reference) => {
+        const made = (await deliveries.getStatus(reference)).timeline.flatMap((e) => (e.notification ? [{ sequence: e.notification.sequence, fate: e.notification.to['endpoint:orders'] }] : []));
+        for (const [k, v] of Object.entries(tally(made, receiver.accepted().filter((n) => n.reference === reference)))) sum[k] = (sum[k] ?? 0) + v;
       });
       return prefixed(kill ? 'outage_kill' : 'outage', sum);
     };
