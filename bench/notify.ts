@@ -36,7 +36,7 @@ const RETRY_SCHEDULE = '200ms,500ms,1s';
  * 10 minutes (workflows/notifier.ts), applies; after an outage's many attempts that is the 10 minutes. */
 const KILL_WAIT_SECONDS = settings.num('KILL_WAIT_SECONDS', 720);
 /** A low rate beside the worst case: what the path itself costs, without queueing. */
-const LOW_RATE = 10;
+const LOW_RATE = settings.num('LOW_RATE', 10);
 const [TASK_QUEUE, ORDER_QUEUE] = ['bench-notify', 'bench-orders'];
 const progress = progressLog('notify');
 
@@ -163,13 +163,16 @@ export async function notifyBenchmark(): Promise<BenchmarkOutput> {
     const latencyCpu: Record<string, number>[] = [];
     for (const { phase, rate, count } of phases) {
       progress(`latency: ${count} status changes at ${rate}/s, one webhook each...`);
-      const cpu = meter();
+      const [cpu, started] = [meter(), performance.now()];
       await openLoop(Array.from({ length: count }, (_, i) => ids[i % DELIVERIES]!), rate, async (id) => {
         const t0 = Date.now();
         changed.set(`${id}:${sim.advance(id).status}`, { t0, phase });
       });
       for (const deadline = Date.now() + 120_000; [...changed.keys()].some((k) => !arrived.has(k)) && Date.now() < deadline; ) await sleep(100);
-      latencyCpu.push(cpu());
+      // Through: changes over the time from the first one to the last arrival; CPU per change of the worker and the dev server.
+      const [used, seconds] = [cpu(), (performance.now() - started) / 1000];
+      const perChange = (pct: number) => Number(((pct * seconds * 10) / count).toFixed(1));
+      latencyCpu.push({ ...used, changes_per_second_through: Number((count / seconds).toFixed(1)), worker_cpu_ms_per_change: perChange(used.cpu_pct_worker), temporal_cpu_ms_per_change: perChange(used.cpu_pct_temporal) });
     }
     const latency = { worst: { http: [] as number[], signal: [] as number[] }, low: { http: [] as number[], signal: [] as number[] } };
     for (const [k, { t0, phase }] of changed) if (arrived.has(k)) latency[phase].http.push(arrived.get(k)! - t0);
