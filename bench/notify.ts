@@ -174,8 +174,9 @@ export async function notifyBenchmark(): Promise<BenchmarkOutput> {
       const perChange = (pct: number) => Number(((pct * seconds * 10) / count).toFixed(1));
       latencyCpu.push({ ...used, changes_per_second_through: Number((count / seconds).toFixed(1)), worker_cpu_ms_per_change: perChange(used.cpu_pct_worker), temporal_cpu_ms_per_change: perChange(used.cpu_pct_temporal) });
     }
-    const latency = { worst: { http: [] as number[], signal: [] as number[] }, low: { http: [] as number[], signal: [] as number[] } };
-    for (const [k, { t0, phase }] of changed) if (arrived.has(k)) latency[phase].http.push(arrived.get(k)! - t0);
+    // Each sample: [when the change was sent (epoch ms), its latency (ms)].
+    const latency = { worst: { http: [] as [number, number][], signal: [] as [number, number][] }, low: { http: [] as [number, number][], signal: [] as [number, number][] } };
+    for (const [k, { t0, phase }] of changed) if (arrived.has(k)) latency[phase].http.push([t0, arrived.get(k)! - t0]);
     // The signal path ends when the order workflow's history has the signal (WorkflowExecutionSignaled, the server's time); its handler runs in the next workflow task.
     await pool(refs, 16, async (reference, i) => {
       const handle = temporal.workflow.getHandle(`order:${reference}`);
@@ -183,7 +184,7 @@ export async function notifyBenchmark(): Promise<BenchmarkOutput> {
       const signalled = (await handle.fetchHistory()).events!.filter((e) => e.workflowExecutionSignaledEventAttributes);
       received.forEach((n, j) => {
         const change = n.type === 'delivery.status_changed' ? changed.get(`${ids[i]}:${n.change.status}`) : undefined;
-        if (change && signalled[j]) latency[change.phase].signal.push(tsToMs(signalled[j]!.eventTime) - change.t0);
+        if (change && signalled[j]) latency[change.phase].signal.push([change.t0, tsToMs(signalled[j]!.eventTime) - change.t0]);
       });
     });
 
@@ -224,7 +225,7 @@ export async function notifyBenchmark(): Promise<BenchmarkOutput> {
     const plain = await outage('OUT', false);
     const withKill = await outage('KILL', true);
 
-    const p50p99 = (name: string, ms: number[]) => ({ [`${name}_samples`]: ms.length, [`${name}_p50_ms`]: ms.length ? summarize(ms).p50 : NaN, [`${name}_p99_ms`]: ms.length ? summarize(ms).p99 : NaN });
+    const p50p99 = (name: string, samples: [number, number][], ms = samples.map((x) => x[1])) => ({ [`${name}_samples`]: ms.length, [`${name}_p50_ms`]: ms.length ? summarize(ms).p50 : NaN, [`${name}_p99_ms`]: ms.length ? summarize(ms).p99 : NaN });
     const figures = {
       overrides: settings.overrides.join(' ') || 'none',
       ...{ deliveries: DELIVERIES, window_seconds: QUIET_SECONDS, webhook_rate_per_second: WEBHOOK_RATE, low_rate_per_second: LOW_RATE },
