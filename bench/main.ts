@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { costBenchmark } from './cost';
 import { latencyBenchmark } from './latency';
 import { limitsBenchmark } from './limits';
+import { notifyBenchmark } from './notify';
 import { scaleBenchmark } from './scale';
 import { simulatorBenchmark } from './simulator';
 import { startChecksBenchmark } from './start-checks';
@@ -20,6 +21,7 @@ const BENCHMARKS: Record<string, { describe: string; run: () => Promise<Benchmar
   simulator: { describe: 'throughput of the provider simulator (so other benchmarks know it is not their bottleneck)', run: simulatorBenchmark },
   limits: { describe: 'dispatch at the provider limits: pacing gate vs task-queue limit vs a naive client, and a backlog with poison orders (starts its own Temporal dev server)', run: limitsBenchmark },
   latency: { describe: 'end-to-end delivery latency (create → CREATED seen by status), p50/p99, on the dev server and on the Temporal cluster of `npm run cluster`, in one run', run: latencyBenchmark },
+  notify: { describe: 'notifications: open deliveries told (signal, HTTP) beside followed by watch while nothing changes; webhook → order system latency; receiver down, then back, with and without a worker SIGKILL (starts its own Temporal dev server)', run: notifyBenchmark },
   scale: { describe: 'many open deliveries (10,000 × 5 destinations) followed by one worker process: start rate, status latency, worker memory by cache size (starts its own Temporal dev server)', run: scaleBenchmark },
   'start-checks': { describe: "the delivery workflow's start check: in the worker's thread (as it runs) against the same schemas evaluated in each workflow's sandbox; no server", run: startChecksBenchmark },
   webhooks: { describe: 'webhook bridge: throughput against raw signals, acknowledgement and propagation latency (starts its own Temporal dev server)', run: webhooksBenchmark },

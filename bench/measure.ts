@@ -179,3 +179,20 @@ export function machineCpuSeconds(): { busy: number; total: number } | undefined
     return undefined;
   }
 }
+
+/**
+ * CPU over a span, called at its start; what it returns, called at its end, answers each process's CPU (`cpu_pct_<name>`, % of
+ * one core) and the share of the machine's cores that other processes used (other people's work on shared cores).
+ */
+export function cpuSince<K extends string>(pids: Record<K, number | undefined>): () => Record<`cpu_pct_${K}` | 'other_processes_cpu_pct', number> {
+  const names = Object.keys(pids) as K[];
+  const read = () => ({ cpu: names.map((k) => processCpuSeconds(pids[k]) ?? 0), machine: machineCpuSeconds()!, at: performance.now() });
+  const before = read();
+  return () => {
+    const after = read();
+    const used = after.cpu.map((c, i) => c - before.cpu[i]!);
+    const others = after.machine.busy - before.machine.busy - used.reduce((a, b) => a + b, 0);
+    const pct = Object.fromEntries(names.map((k, i) => [`cpu_pct_${k}`, Number(((100 * used[i]!) / ((after.at - before.at) / 1000)).toFixed(1))]));
+    return { ...pct, other_processes_cpu_pct: Math.round(Math.max(0, (100 * others) / (after.machine.total - before.machine.total))) } as Record<`cpu_pct_${K}` | 'other_processes_cpu_pct', number>;
+  };
+}

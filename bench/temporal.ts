@@ -57,11 +57,12 @@ export function killDescendants(): number[] {
   return pids;
 }
 
-export async function startBenchServer(progress: (line: string) => void, timeLimitMs: number): Promise<{ cli: string; server: DevServer; watchdog: NodeJS.Timeout }> {
+/** `extraArgs` go to `temporal server start-dev` as they are, e.g. `--metrics-port 9090` (bench/notify.ts reads its request counters). */
+export async function startBenchServer(progress: (line: string) => void, timeLimitMs: number, extraArgs: string[] = []): Promise<{ cli: string; server: DevServer; watchdog: NodeJS.Timeout }> {
   const timer = watchdog(progress, timeLimitMs);
   const cli = await ensureTemporalCli(progress);
   progress('starting a Temporal dev server (one partition per task queue)...');
-  const server = await startDevServer({ cli, namespace: 'default' });
+  const server = await startDevServer({ cli, namespace: 'default', extraArgs });
   return { cli, watchdog: timer, server };
 }
 
@@ -127,3 +128,14 @@ export const ROOMY_LIMITS = { creations: { limit: 1_000_000 }, quotes: { limit: 
 
 /** The URL a bridge started on port 0 listens on, from its ready line. */
 export const bridgeUrl = (output: string) => /^bridge: listening on (\S+)/m.exec(output)![1]!;
+
+/** Requests the dev server's frontend has answered so far, by operation, from its Prometheus endpoint (`--metrics-port`). */
+export async function frontendRequests(metricsUrl: URL): Promise<Record<string, number>> {
+  const text = await (await fetch(metricsUrl)).text();
+  const out: Record<string, number> = {};
+  for (const m of text.matchAll(/^service_requests\{([^}]*)\} (\S+)$/gm)) {
+    const op = /operation="(\w+)"/.exec(m[1]!)?.[1];
+    if (op && m[1]!.includes('service_name="frontend"')) out[op] = (out[op] ?? 0) + Number(m[2]);
+  }
+  return out;
+}

@@ -1,0 +1,249 @@
+/**
+ * Notifications (docs/notifications.md), every part real on 127.0.0.1: a dev server with its
+ * metrics endpoint, the worker and the bridge as processes; the simulator, an HTTP receiver and an
+ * order worker (test fixtures) in this process. Open deliveries told while nothing changes, beside
+ * the same followed by `watch`; webhook → order system latency; the receiver down (503), then
+ * back, without and with the worker SIGKILLed while it sends. Smaller runs: the NOTIFY_BENCH_* below.
+ */
+import { setMaxListeners } from 'node:events';
+import { Client } from '@temporalio/client';
+import { tsToMs } from '@temporalio/common/lib/time';
+import { NativeConnection, Worker } from '@temporalio/worker';
+import { DeliveryClient } from '../client/delivery-client';
+import type { DeliveryNotification } from '../contract/delivery-types';
+import { generateWebhookSecret } from '../provider/webhook-signature';
+import { ENTRY, ProcessGroup, removeWorkflowBundleFile, workflowBundleFile } from '../scripts/processes';
+import { freePort } from '../scripts/temporal-dev-server';
+import { createSimulator } from '../simulator/server';
+import { connectClient } from '../temporal/client-connection';
+import { deliveryRequest } from '../test/fixtures/orders';
+import { startReceiver } from '../test/helpers/notify-receiver';
+import { benchSettings, Cleanup, cpuSince, openLoop, pool, progressLog, sleep, summarize, type BenchmarkOutput } from './measure';
+import { notifyCharts } from './run-charts';
+import { frontendRequests, startBenchServer } from './temporal';
+
+const settings = benchSettings('NOTIFY');
+const DELIVERIES = settings.num('DELIVERIES', 1000);
+const QUIET_SECONDS = settings.num('QUIET_SECONDS', 30);
+/** 20 creations a minute (the provider's limit), each up to 5 + 3 × 100 destinations' status webhooks: about 100 a second at most, retries aside. */
+const WEBHOOK_RATE = settings.num('WEBHOOK_RATE', 100);
+const LATENCY_WEBHOOKS = settings.num('LATENCY_WEBHOOKS', 1000);
+const OUTAGE_DELIVERIES = settings.num('OUTAGE_DELIVERIES', 50);
+/** Real seconds the receiver answers 503, for the issue's 10 minutes: ~20 attempts each with the schedule below (the product's makes 3 in 10 minutes). */
+const OUTAGE_SECONDS = settings.num('OUTAGE_SECONDS', 20);
+const RETRY_SCHEDULE = '200ms,500ms,1s';
+/** A worker killed mid-attempt: the attempt times out (20 s), then Temporal's backoff for timeouts, 5 s × 2^(attempts − 1) up to
+ * 10 minutes (workflows/notifier.ts), applies: after ~20 attempts, the 10 minutes. */
+const KILL_WAIT_SECONDS = settings.num('KILL_WAIT_SECONDS', 720);
+/** A low rate beside the worst case: what the path itself costs, without queueing. */
+const LOW_RATE = settings.num('LOW_RATE', 10);
+const [TASK_QUEUE, ORDER_QUEUE] = ['bench-notify', 'bench-orders'];
+const progress = progressLog('notify');
+
+/** One delivery's notifications as the receiver accepted them, against those its timeline says were made: one never accepted is
+ * lost unless its fate at the endpoint is still `pending` (Temporal still retrying it). */
+function tally(made: { sequence: number; fate?: string }[], accepted: DeliveryNotification[]) {
+  const seen = new Map<number, string>();
+  const t = { notifications_made: made.length, lost: 0, still_pending: 0, out_of_sequence: 0, duplicates_of_seen_id: 0, same_sequence_new_id: 0 };
+  for (const n of accepted) {
+    if (seen.get(n.sequence) === n.eventId) t.duplicates_of_seen_id++;
+    else if (seen.has(n.sequence)) t.same_sequence_new_id++;
+    else if (n.sequence !== Math.max(0, ...seen.keys()) + 1) t.out_of_sequence++;
+    if (!seen.has(n.sequence)) seen.set(n.sequence, n.eventId);
+  }
+  t.lost = made.filter((m) => !seen.has(m.sequence) && m.fate !== 'pending').length;
+  t.still_pending = made.filter((m) => !seen.has(m.sequence) && m.fate === 'pending').length;
+  return t;
+}
+
+export async function notifyBenchmark(): Promise<BenchmarkOutput> {
+  if (Math.min(DELIVERIES, QUIET_SECONDS, WEBHOOK_RATE, LOW_RATE, LATENCY_WEBHOOKS, OUTAGE_DELIVERIES, OUTAGE_SECONDS, KILL_WAIT_SECONDS) < 1) throw new Error('every NOTIFY_BENCH_* count must be at least 1');
+  const metricsUrl = new URL(`http://127.0.0.1:${await freePort()}/metrics`);
+  const { server, watchdog } = await startBenchServer(progress, 40 * 60_000, ['--metrics-port', metricsUrl.port]);
+  const group = new ProcessGroup();
+  const cleanup = new Cleanup();
+  cleanup.add(() => server.stop());
+  cleanup.add(() => group.stopAll());
+  try {
+    const unlimited = { limit: 1_000_000 }; // pace is not what this measures
+    const sim = createSimulator({ rateLimits: { creations: unlimited, quotes: unlimited, other: unlimited }, onError: (m) => progress(`simulator: ${m}`) });
+    const { url: simUrl } = await sim.listen(0, '127.0.0.1');
+    cleanup.add(() => sim.close());
+    // The order system's endpoint; `down` makes it answer 503. Arrival times by `<deliveryId>:<status>`, first arrival only.
+    const receiver = await startReceiver();
+    cleanup.add(() => receiver.close());
+    let down = false;
+    // SIGKILLs the worker when the receiver has accepted this many more: the last one is then answered 204 but never heard by the worker.
+    let killAfter = 0;
+    const arrived = new Map<string, number>();
+    receiver.answer = (n) => {
+      if (n.type === 'delivery.status_changed' && !arrived.has(`${n.deliveryId}:${n.change.status}`)) arrived.set(`${n.deliveryId}:${n.change.status}`, Date.now());
+      if (!down && killAfter > 0 && --killAfter === 0) process.kill(worker.pid!, 'SIGKILL');
+      return down ? 503 : 204;
+    };
+    const common = { TEMPORAL_ADDRESS: server.address, TEMPORAL_NAMESPACE: server.namespace, DELIVERY_API_URL: simUrl, DELIVERY_API_KEY: 'sandbox-key' };
+    progress('bundling the workflows, starting the worker, the bridge and the order worker...');
+    const bundle = await workflowBundleFile();
+    cleanup.add(removeWorkflowBundleFile);
+    const limits = { PROVIDER_PACING: 'task-queue', PROVIDER_RATE_LIMITS: 'creations=100000/1s,quotes=100000/1s,other=100000/1s', DELIVERY_API_CONNECTIONS: '64' };
+    const notify = { DELIVERY_NOTIFY_ENDPOINTS: `orders=${receiver.url}`, DELIVERY_NOTIFY_SECRETS: `orders=${receiver.secret}`, DELIVERY_NOTIFY_RETRY_SCHEDULE: RETRY_SCHEDULE };
+    const workerEnv = { ...common, ...limits, ...notify, DELIVERY_TASK_QUEUE: TASK_QUEUE, WORKER_WORKFLOW_BUNDLE: bundle, LOG_LEVEL: 'WARN' };
+    // Logs go to files (deleted at the end), not through this process.
+    const start = (name: 'worker' | 'bridge', env: NodeJS.ProcessEnv) => group.start({ name, ...ENTRY[name], env, isolated: true, logFile: true }).then((p) => (cleanup.add(() => p.removeLog()), p));
+    let worker = await start('worker', workerEnv);
+    const secret = generateWebhookSecret();
+    const bridge = await start('bridge', { ...common, DELIVERY_WEBHOOK_SECRETS: secret, BRIDGE_HOST: '127.0.0.1', BRIDGE_PORT: '0', BRIDGE_ADMIN_PORT: '0' });
+    sim.setWebhookEndpoint({ url: /^bridge: listening on (\S+)/m.exec(bridge.output())![1]!, secret });
+
+    const orderConnection = await NativeConnection.connect({ address: server.address });
+    cleanup.add(() => orderConnection.close());
+    const orderWorker = await Worker.create({ connection: orderConnection, namespace: server.namespace, taskQueue: ORDER_QUEUE, workflowsPath: require.resolve('../test/temporal/fixtures/order-workflows') });
+    const orderRun = orderWorker.run();
+    cleanup.add(() => (orderWorker.shutdown(), orderRun));
+    const connection = await connectClient({ address: server.address });
+    cleanup.add(() => connection.close());
+    const temporal = new Client({ connection, namespace: server.namespace });
+    const deliveries = new DeliveryClient({ temporal, taskQueue: TASK_QUEUE });
+
+    /** Each reference's provider delivery id, once the receiver has been told of its creation. */
+    const created = async (references: string[]): Promise<string[]> => {
+      const deadline = Date.now() + 300_000;
+      for (;;) {
+        const ids = new Map(receiver.accepted().flatMap((n) => (n.deliveryId ? [[n.reference, n.deliveryId] as const] : [])));
+        if (references.every((r) => ids.has(r))) return references.map((r) => ids.get(r)!);
+        if (Date.now() > deadline) throw new Error(`${references.filter((r) => !ids.has(r)).length} deliveries not told of their creation within 300 s`);
+        await sleep(500);
+      }
+    };
+    const settled = async () => { // until the receiver has heard nothing for 3 s
+      for (let n = -1; n !== receiver.requests.length; await sleep(3_000)) n = receiver.requests.length;
+    };
+
+    // Part 1: N open deliveries, each followed by its order workflow (signals) and the receiver.
+    progress(`starting ${DELIVERIES} order workflows and their deliveries (signal and endpoint)...`);
+    const refs = Array.from({ length: DELIVERIES }, (_, i) => `NB-${i}`);
+    await pool(refs, 16, async (reference) => {
+      await temporal.workflow.start('orderFollowing', { taskQueue: ORDER_QUEUE, workflowId: `order:${reference}`, args: [] });
+      const { reference_number: _r, ...order } = deliveryRequest({}, 1);
+      await deliveries.startDelivery(order, { reference, notify: { workflowId: `order:${reference}`, endpoint: 'orders' } });
+    });
+    const ids = await created(refs);
+    await settled();
+    const prefixed = (prefix: string, o: Record<string, number>) => Object.fromEntries(Object.entries(o).map(([k, v]) => [`${prefix}_${k}`, v]));
+    // CPU of each of our processes from now to the call, beside the machine's share used by others (bench/measure.ts).
+    const meter = () => cpuSince({ worker: worker.pid, temporal: server.process.pid, bench_process: process.pid, bridge: bridge.pid });
+    const measureWindow = async (seconds: number) => {
+      const [cpu, req0, told0] = [meter(), await frontendRequests(metricsUrl), receiver.requests.length];
+      await sleep(seconds * 1000);
+      const req1 = await frontendRequests(metricsUrl);
+      const perSecond = (ops: string[]) => Number((ops.reduce((sum, op) => sum + (req1[op] ?? 0) - (req0[op] ?? 0), 0) / seconds).toFixed(2));
+      return { query_describe_per_second: perSecond(['QueryWorkflow', 'DescribeWorkflowExecution']), frontend_requests_per_second: perSecond(Object.keys(req1)), notifications_sent: receiver.requests.length - told0, ...cpu() };
+    };
+    progress(`quiet window of ${QUIET_SECONDS} s: ${DELIVERIES} deliveries followed by order workflows and the receiver...`);
+    const quiet = await measureWindow(QUIET_SECONDS);
+    progress(`the same ${DELIVERIES} deliveries followed by watch (500 ms) in this process for ${QUIET_SECONDS} s...`);
+    const stop = new AbortController();
+    setMaxListeners(DELIVERIES + 10, stop.signal);
+    // What watch costs is the figure, not what it yields. A call that fails (a query times out when the worker is too busy) is counted, and the watcher starts again.
+    const watchOne = async (r: string) => { for await (const _ of deliveries.watch(r, { intervalMs: 500, signal: stop.signal })); };
+    let failed = 0;
+    const watching = Promise.all(refs.map(async (r) => { while (!stop.signal.aborted) await watchOne(r).catch(() => failed++); }));
+    await sleep(3_000); // every watcher past its first round
+    failed = 0;
+    const watched = { ...(await measureWindow(QUIET_SECONDS)), failed_watch_calls: failed };
+    stop.abort();
+    await watching;
+
+    // Part 2: the simulator's status change (advance() sends the webhook) → the order system, open loop at the worst-case rate, then at a low one.
+    const changed = new Map<string, { t0: number; phase: 'worst' | 'low' }>();
+    const phases = [
+      { phase: 'worst' as const, rate: WEBHOOK_RATE, count: Math.min(LATENCY_WEBHOOKS, 2 * DELIVERIES) }, // ASSIGNED, UPCOMING
+      { phase: 'low' as const, rate: LOW_RATE, count: Math.min(LOW_RATE * 10, DELIVERIES) }, // PICKED_UP: delivery-level changes, one webhook each
+    ];
+    const latencyCpu: Record<string, number>[] = [];
+    for (const { phase, rate, count } of phases) {
+      progress(`latency: ${count} status changes at ${rate}/s, one webhook each...`);
+      const [cpu, started] = [meter(), performance.now()];
+      await openLoop(Array.from({ length: count }, (_, i) => ids[i % DELIVERIES]!), rate, async (id) => {
+        const t0 = Date.now();
+        changed.set(`${id}:${sim.advance(id).status}`, { t0, phase });
+      });
+      for (const deadline = Date.now() + 120_000; [...changed.keys()].some((k) => !arrived.has(k)) && Date.now() < deadline; ) await sleep(100);
+      // Through: changes over the time from the first one to the last arrival; CPU per change of the worker and the dev server.
+      const [used, seconds] = [cpu(), (performance.now() - started) / 1000];
+      const perChange = (pct: number) => Number(((pct * seconds * 10) / count).toFixed(1));
+      latencyCpu.push({ ...used, changes_per_second_through: Number((count / seconds).toFixed(1)), worker_cpu_ms_per_change: perChange(used.cpu_pct_worker), temporal_cpu_ms_per_change: perChange(used.cpu_pct_temporal) });
+    }
+    // Each sample: [when the change was sent (epoch ms), its latency (ms)].
+    const latency = { worst: { http: [] as [number, number][], signal: [] as [number, number][] }, low: { http: [] as [number, number][], signal: [] as [number, number][] } };
+    for (const [k, { t0, phase }] of changed) if (arrived.has(k)) latency[phase].http.push([t0, arrived.get(k)! - t0]);
+    // The signal path ends when the order workflow's history has the signal (WorkflowExecutionSignaled, the server's time); its handler runs in the next workflow task.
+    await pool(refs, 16, async (reference, i) => {
+      const handle = temporal.workflow.getHandle(`order:${reference}`);
+      const received = await handle.query<DeliveryNotification[]>('received');
+      const signalled = (await handle.fetchHistory()).events!.filter((e) => e.workflowExecutionSignaledEventAttributes);
+      received.forEach((n, j) => {
+        const change = n.type === 'delivery.status_changed' ? changed.get(`${ids[i]}:${n.change.status}`) : undefined;
+        if (change && signalled[j]) latency[change.phase].signal.push([change.t0, tsToMs(signalled[j]!.eventTime) - change.t0]);
+      });
+    });
+
+    // Part 3: the receiver down while deliveries advance to the end, then back; again with the worker killed while it sends.
+    const outage = async (label: string, kill: boolean) => {
+      const outageRefs = Array.from({ length: OUTAGE_DELIVERIES }, (_, i) => `${label}-${i}`);
+      progress(`${label}: ${OUTAGE_DELIVERIES} deliveries, receiver down for ${OUTAGE_SECONDS} s while they go to DELIVERED${kill ? ', worker SIGKILLed while it sends the backlog' : ''}...`);
+      await pool(outageRefs, 16, async (reference) => {
+        const { reference_number: _r, ...order } = deliveryRequest({}, 1);
+        await deliveries.startDelivery(order, { reference, notify: { endpoint: 'orders' }, followUp: { endGraceMs: 0 } });
+      });
+      const outageIds = await created(outageRefs);
+      const refused0 = receiver.requests.filter((r) => r.answered === 503).length;
+      down = true;
+      const t0 = Date.now();
+      const steps = [0, 1, 2, 3, 4].flatMap(() => outageIds); // one destination: 5 steps to DELIVERED
+      await openLoop(steps, steps.length / (OUTAGE_SECONDS * 0.8), async (id) => void sim.advance(id));
+      await sleep(Math.max(0, t0 + OUTAGE_SECONDS * 1000 - Date.now()));
+      const up = Date.now();
+      down = false;
+      if (kill) {
+        killAfter = 2 * OUTAGE_DELIVERIES;
+        await Promise.race([worker.exited, sleep(60_000)]);
+        if (worker.running) throw new Error(`${label}: the receiver did not accept ${2 * OUTAGE_DELIVERIES} requests within 60 s of coming back`);
+        worker = await start('worker', workerEnv);
+      }
+      // Done when the receiver has accepted every delivery's last notification (delivery.ended; the workflow then closes), or after the bound.
+      const open = () => outageRefs.length - new Set(receiver.accepted().flatMap((n) => (n.type === 'delivery.ended' && outageRefs.includes(n.reference) ? [n.reference] : []))).size;
+      for (const deadline = Date.now() + (kill ? KILL_WAIT_SECONDS : 240) * 1000; open() > 0 && Date.now() < deadline; ) await sleep(500);
+      const sum: Record<string, number> = { not_ended: open(), all_ended_after_back_ms: open() ? NaN : Date.now() - up, attempts_refused_503: receiver.requests.filter((r) => r.answered === 503).length - refused0 };
+      await pool(outageRefs, 8, async (reference) => {
+        const made = (await deliveries.getStatus(reference)).timeline.flatMap((e) => (e.notification ? [{ sequence: e.notification.sequence, fate: e.notification.to['endpoint:orders'] }] : []));
+        for (const [k, v] of Object.entries(tally(made, receiver.accepted().filter((n) => n.reference === reference)))) sum[k] = (sum[k] ?? 0) + v;
+      });
+      return prefixed(kill ? 'outage_kill' : 'outage', sum);
+    };
+    await settled();
+    const plain = await outage('OUT', false);
+    const withKill = await outage('KILL', true);
+
+    const p50p99 = (name: string, samples: [number, number][], ms = samples.map((x) => x[1])) => ({ [`${name}_samples`]: ms.length, [`${name}_p50_ms`]: ms.length ? summarize(ms).p50 : NaN, [`${name}_p99_ms`]: ms.length ? summarize(ms).p99 : NaN });
+    const figures = {
+      ...{ deliveries: DELIVERIES, window_seconds: QUIET_SECONDS, webhook_rate_per_second: WEBHOOK_RATE, low_rate_per_second: LOW_RATE },
+      ...prefixed('quiet', quiet),
+      ...prefixed('watch', watched),
+      ...p50p99('signal', latency.worst.signal),
+      ...p50p99('http', latency.worst.http),
+      ...prefixed('latency_phase', latencyCpu[0]!),
+      ...p50p99('low_rate_signal', latency.low.signal),
+      ...p50p99('low_rate_http', latency.low.http),
+      ...prefixed('low_rate_phase', latencyCpu[1]!),
+      ...{ retry_schedule: RETRY_SCHEDULE, outage_deliveries: OUTAGE_DELIVERIES, outage_seconds: OUTAGE_SECONDS },
+      ...plain,
+      ...withKill, // the same figures with the worker SIGKILLed
+      receiver_unverified: receiver.unverified,
+    };
+    return { figures, charts: notifyCharts({ latency, rates: [WEBHOOK_RATE, LOW_RATE], cpu: { title: `${DELIVERIES} open deliveries, nothing changing: CPU over ${QUIET_SECONDS} s`, told: quiet, watched } }) };
+  } finally {
+    await cleanup.run(progress);
+    clearTimeout(watchdog);
+  }
+}
