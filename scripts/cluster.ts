@@ -21,7 +21,7 @@ import { LoadBalancer, findNginx } from './cluster/load-balancer';
 import { TemporalCluster, assertPortsFree, clusterPortList, defaultClusterPorts } from './cluster/temporal-cluster';
 import { ensureServerTools } from './cluster/tools';
 import { ensureTemporalCli } from './temporal-cli';
-import { localStack } from './processes';
+import { ENTRY, localStack } from './processes';
 import { setUpLocalNexus } from './nexus-setup';
 import { makeStackVersionCurrent } from './deployment-on-start';
 
@@ -96,11 +96,11 @@ async function main(): Promise<void> {
   const temporalEnv = { TEMPORAL_ADDRESS: cluster.address, TEMPORAL_NAMESPACE: cluster.namespace, DELIVERY_PAYLOAD_KEYS: payloadKeys };
   await services.startSimulator({ port: SIMULATOR_PORT, webhookUrl: `${LB_URL}/webhooks/delivery`, webhookSecret, dataDir });
   await Promise.all([
-    ...Array.from({ length: WORKERS }, (_, i) => services.start(`worker-${i + 1}`, 'worker/main.ts', { ...temporalEnv, DELIVERY_API_URL: SIMULATOR_URL }, /^worker: task queue/)),
+    ...Array.from({ length: WORKERS }, (_, i) => services.start(`worker-${i + 1}`, ENTRY.worker.entry, { ...temporalEnv, DELIVERY_API_URL: SIMULATOR_URL }, ENTRY.worker.ready)),
     ...BRIDGE_PORTS.map((port, i) =>
-      services.start(`bridge-${i + 1}`, 'bridge/main.ts', { ...temporalEnv, DELIVERY_API_URL: SIMULATOR_URL, DELIVERY_WEBHOOK_SECRETS: webhookSecret, BRIDGE_PORT: String(port), BRIDGE_ADMIN_PORT: String(BRIDGE_ADMIN_PORTS[i]) }, /^bridge: listening/),
+      services.start(`bridge-${i + 1}`, ENTRY.bridge.entry, { ...temporalEnv, DELIVERY_API_URL: SIMULATOR_URL, DELIVERY_WEBHOOK_SECRETS: webhookSecret, BRIDGE_PORT: String(port), BRIDGE_ADMIN_PORT: String(BRIDGE_ADMIN_PORTS[i]) }, ENTRY.bridge.ready),
     ),
-    services.start('codec', 'temporal/codec-server.ts', { DELIVERY_PAYLOAD_KEYS: payloadKeys, CODEC_ALLOWED_ORIGIN: cluster.uiUrl }, /^codec: listening/),
+    services.start('codec', ENTRY.codec.entry, { DELIVERY_PAYLOAD_KEYS: payloadKeys, CODEC_ALLOWED_ORIGIN: cluster.uiUrl }, ENTRY.codec.ready),
   ]);
   await makeStackVersionCurrent(temporalEnv, log);
   lb = new LoadBalancer({ nginx, dir: join(dataDir, 'cluster', 'nginx'), listenPort: LB_PORT, bridgePorts: BRIDGE_PORTS, output: (l) => process.stdout.write(`[nginx] ${l}\n`) });

@@ -19,7 +19,7 @@ import { generateWebhookSecret, secretFingerprint, WebhookSecretSchema } from '.
 import { z } from 'zod';
 import { ensureTemporalCli } from './temporal-cli';
 import { describeEndpoints, notifyConfigFromEnv } from '../notifications/config';
-import { localStack } from './processes';
+import { ENTRY, localStack } from './processes';
 import { setUpLocalNexus } from './nexus-setup';
 import { makeStackVersionCurrent } from './deployment-on-start';
 import { startDevServer, type DevServer } from './temporal-dev-server';
@@ -90,9 +90,9 @@ async function main(): Promise<void> {
 
   await services.startSimulator({ port: SIMULATOR_PORT, webhookUrl: `${BRIDGE_URL}/webhooks/delivery`, webhookSecret, dataDir });
   await Promise.all([
-    services.start('worker', 'worker/main.ts', { ...temporalEnv, DELIVERY_API_URL: SIMULATOR_URL }, /^worker: task queue/),
-    services.start('bridge', 'bridge/main.ts', { ...temporalEnv, DELIVERY_API_URL: SIMULATOR_URL, DELIVERY_WEBHOOK_SECRETS: webhook.secrets.join(',') }, /^bridge: listening/),
-    services.start('codec', 'temporal/codec-server.ts', { DELIVERY_PAYLOAD_KEYS: payloadKeys, CODEC_ALLOWED_ORIGIN: devServer.uiUrl }, /^codec: listening/),
+    services.start('worker', ENTRY.worker.entry, { ...temporalEnv, DELIVERY_API_URL: SIMULATOR_URL }, ENTRY.worker.ready),
+    services.start('bridge', ENTRY.bridge.entry, { ...temporalEnv, DELIVERY_API_URL: SIMULATOR_URL, DELIVERY_WEBHOOK_SECRETS: webhook.secrets.join(',') }, ENTRY.bridge.ready),
+    services.start('codec', ENTRY.codec.entry, { DELIVERY_PAYLOAD_KEYS: payloadKeys, CODEC_ALLOWED_ORIGIN: devServer.uiUrl }, ENTRY.codec.ready),
   ]);
   await makeStackVersionCurrent(temporalEnv, log);
 

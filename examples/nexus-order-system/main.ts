@@ -15,6 +15,12 @@ import { temporalSettingsFromEnv } from '../../temporal/connection';
 import { dataConverterFromEnv } from '../../temporal/payload-codec';
 import { cancelDeliverySignal, orderWorkflow } from './workflows';
 
+/**
+ * A demo waits for the result: the delivery's own default keeps its workflow open 10 minutes after
+ * the end for late statuses (docs/notifications.md), which an order system in production keeps.
+ */
+const DEMO_FOLLOW_UP = { endGraceMs: 5_000 };
+
 const NAMESPACE = process.env.ORDERS_NAMESPACE || 'orders';
 const TASK_QUEUE = 'order-system';
 
@@ -33,7 +39,7 @@ async function main(): Promise<void> {
   const order = JSON.parse(readFileSync(join(__dirname, '../../docs/examples/order.json'), 'utf8')) as DeliveryOrder;
 
   const outcome = await worker.runUntil(async () => {
-    const handle = await client.workflow.start(orderWorkflow, { taskQueue: TASK_QUEUE, workflowId: `order:${reference}`, args: [{ reference, order }] });
+    const handle = await client.workflow.start(orderWorkflow, { taskQueue: TASK_QUEUE, workflowId: `order:${reference}`, args: [{ reference, order, followUp: DEMO_FOLLOW_UP }] });
     console.log(`order workflow order:${reference} in namespace ${NAMESPACE}: its delivery is delivery:${reference}, through the Nexus endpoint deliveries`);
     if (args.includes('--cancel')) {
       await new Promise((r) => setTimeout(r, 3_000));
