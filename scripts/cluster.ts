@@ -96,7 +96,7 @@ async function main(): Promise<void> {
   const temporalEnv = { TEMPORAL_ADDRESS: cluster.address, TEMPORAL_NAMESPACE: cluster.namespace, DELIVERY_PAYLOAD_KEYS: payloadKeys };
   await services.startSimulator({ port: SIMULATOR_PORT, webhookUrl: `${LB_URL}/webhooks/delivery`, webhookSecret, dataDir });
   await Promise.all([
-    ...Array.from({ length: WORKERS }, (_, i) => services.start(`worker-${i + 1}`, ENTRY.worker.entry, { ...temporalEnv, DELIVERY_API_URL: SIMULATOR_URL }, ENTRY.worker.ready)),
+    ...Array.from({ length: WORKERS }, (_, i) => services.start(`worker-${i + 1}`, ENTRY.worker.entry, { ...temporalEnv, DELIVERY_API_URL: SIMULATOR_URL, WORKER_MAKE_CURRENT: 'never' }, ENTRY.worker.ready)),
     ...BRIDGE_PORTS.map((port, i) =>
       services.start(`bridge-${i + 1}`, ENTRY.bridge.entry, { ...temporalEnv, DELIVERY_API_URL: SIMULATOR_URL, DELIVERY_WEBHOOK_SECRETS: webhookSecret, BRIDGE_PORT: String(port), BRIDGE_ADMIN_PORT: String(BRIDGE_ADMIN_PORTS[i]) }, ENTRY.bridge.ready),
     ),

@@ -90,7 +90,7 @@ async function main(): Promise<void> {
 
   await services.startSimulator({ port: SIMULATOR_PORT, webhookUrl: `${BRIDGE_URL}/webhooks/delivery`, webhookSecret, dataDir });
   await Promise.all([
-    services.start('worker', ENTRY.worker.entry, { ...temporalEnv, DELIVERY_API_URL: SIMULATOR_URL }, ENTRY.worker.ready),
+    services.start('worker', ENTRY.worker.entry, { ...temporalEnv, DELIVERY_API_URL: SIMULATOR_URL, WORKER_MAKE_CURRENT: 'never' }, ENTRY.worker.ready),
     services.start('bridge', ENTRY.bridge.entry, { ...temporalEnv, DELIVERY_API_URL: SIMULATOR_URL, DELIVERY_WEBHOOK_SECRETS: webhook.secrets.join(',') }, ENTRY.bridge.ready),
     services.start('codec', ENTRY.codec.entry, { DELIVERY_PAYLOAD_KEYS: payloadKeys, CODEC_ALLOWED_ORIGIN: devServer.uiUrl }, ENTRY.codec.ready),
   ]);

@@ -137,8 +137,19 @@ function isNotFound(err: unknown): boolean {
   return (err as { code?: number }).code === 5; // gRPC NOT_FOUND
 }
 
+/**
+ * Whether a worker of the deployment has polled yet. Asked by listing, not describing: the server
+ * logs every describe of a deployment or version it does not know as an error, and workers
+ * starting together would ask before the first of them registers it.
+ */
+async function deploymentExists(service: Service, namespace: string, deploymentName: string): Promise<boolean> {
+  const { workerDeployments } = await service.listWorkerDeployments({ namespace, pageSize: 1000 });
+  return (workerDeployments ?? []).some((d) => d.name === deploymentName);
+}
+
 /** The deployment's routing and versions; undefined when no worker of it has polled yet. */
 export async function describeDeployment(service: Service, namespace: string, deploymentName: string): Promise<DeploymentState | undefined> {
+  if (!(await deploymentExists(service, namespace, deploymentName))) return undefined;
   let info;
   try {
     info = (await service.describeWorkerDeployment({ namespace, deploymentName })).workerDeploymentInfo;
@@ -178,20 +189,44 @@ export async function describeVersion(service: Service, namespace: string, v: De
 
 /** The version's queues that no worker of it has polled yet. */
 export async function missingTaskQueues(service: Service, namespace: string, v: DeploymentVersion, taskQueue: string): Promise<string[]> {
-  const known = (await describeVersion(service, namespace, v))?.taskQueues ?? [];
+  // A version the deployment does not list yet is not described (the server would log an error).
+  const listed = (await describeDeployment(service, namespace, v.deploymentName))?.versions.some((x) => x.buildId === v.buildId);
+  const known = listed ? ((await describeVersion(service, namespace, v))?.taskQueues ?? []) : [];
   return versionTaskQueues(taskQueue)
     .filter((q) => !known.some((k) => k.name === q.name && k.type === q.type))
     .map((q) => `${q.name} (${q.type})`);
 }
 
-/** Waits until the version's workers poll every queue of `taskQueue` (the server registers a version's queues as they first poll). */
+/** The version's queues without a poller of it yet, from the task queues themselves (matching: no query of the deployment's workflow). */
+async function unpolledTaskQueues(service: Service, namespace: string, v: DeploymentVersion, taskQueue: string): Promise<string[]> {
+  const unpolled: string[] = [];
+  for (const q of versionTaskQueues(taskQueue)) {
+    const taskQueueType = q.type === 'workflow' ? TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW : TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY;
+    const { pollers } = await service.describeTaskQueue({ namespace, taskQueue: { name: q.name }, taskQueueType });
+    if (!(pollers ?? []).some((p) => p.deploymentOptions?.deploymentName === v.deploymentName && p.deploymentOptions?.buildId === v.buildId)) unpolled.push(`${q.name} (${q.type})`);
+  }
+  return unpolled;
+}
+
+/**
+ * Waits until the version's workers poll every queue of `taskQueue` (the server registers a version's
+ * queues as they first poll). The deployment is described only once they all poll: each describe
+ * is a query of the deployment's own workflow, whose buffer fills (an error in the server's log)
+ * while workers starting together register their queues.
+ */
 export async function waitForVersion(service: Service, namespace: string, v: DeploymentVersion, taskQueue: string, timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
+  let described = false;
   for (;;) {
-    const missing = await missingTaskQueues(service, namespace, v, taskQueue);
+    const unpolled = await unpolledTaskQueues(service, namespace, v, taskQueue);
+    // Their registration follows the first polls: give it a moment before asking the deployment.
+    if (unpolled.length === 0 && !described) await new Promise((r) => setTimeout(r, 2_000));
+    const missing = unpolled.length > 0 ? unpolled : await missingTaskQueues(service, namespace, v, taskQueue);
+    described ||= unpolled.length === 0;
     if (missing.length === 0) return;
     if (Date.now() > deadline) throw new Error(`version ${versionLabel(v)} has no worker polling ${missing.join(', ')}: start its workers first`);
-    await new Promise((r) => setTimeout(r, 250));
+    // Not faster: the server answers describes through the deployment's workflow, whose query buffer fills.
+    await new Promise((r) => setTimeout(r, 2_000));
   }
 }
 
@@ -220,7 +255,7 @@ async function routingPropagated(service: Service, namespace: string, deployment
     }
     if (!lagging) return;
     if (Date.now() > deadline) throw new Error(`deployment ${deploymentName}: task queue ${lagging} does not route as the deployment says after ${timeoutMs / 1000} s`);
-    await new Promise((r) => setTimeout(r, 100));
+    await new Promise((r) => setTimeout(r, 500));
   }
 }
 

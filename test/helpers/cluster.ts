@@ -24,6 +24,7 @@ import { freePort } from '../../scripts/temporal-dev-server';
 import { ENTRY, SupervisedStack, workflowBundleFile, type ProcessGroup } from '../../scripts/processes';
 import type { PartStatus } from '../../scripts/supervisor';
 import { SimulatorControl } from './processes';
+import { makeStackVersionCurrent } from '../../scripts/deployment-on-start';
 
 export interface ClusterStackOptions {
   workers: number;
@@ -114,6 +115,8 @@ export class ClusterStack {
     });
     this.sim = new SimulatorControl(this.env.DELIVERY_API_URL!);
     await Promise.all([...this.bridgePorts.map((_, i) => this.startBridge(i)), ...Array.from({ length: this.o.workers }, (_, i) => this.startWorker(i))]);
+    // As `npm run cluster`: the stack, not each worker, makes the workers' version current.
+    if (this.o.workerEnv?.WORKER_MAKE_CURRENT === undefined) await makeStackVersionCurrent({ ...this.env, ...this.o.workerEnv } as Record<string, string>, log);
     await this.stack.supervise('nginx', () => this.lb.start());
 
     this.connection = await connectClient({ address: this.cluster.address });
@@ -125,7 +128,7 @@ export class ClusterStack {
     await this.stack.start({
       name: `worker-${i + 1}`,
       ...ENTRY.worker,
-      env: { ...this.env, LOG_LEVEL: 'WARN', WORKER_WORKFLOW_BUNDLE: this.bundle, ...this.o.workerEnv },
+      env: { ...this.env, LOG_LEVEL: 'WARN', WORKER_WORKFLOW_BUNDLE: this.bundle, WORKER_MAKE_CURRENT: 'never', ...this.o.workerEnv },
     });
   }
 
