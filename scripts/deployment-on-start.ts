@@ -15,7 +15,7 @@ export async function makeStackVersionCurrent(temporalEnv: Record<string, string
   const connection = await connectClient(settings.connectionOptions as Parameters<typeof connectClient>[0]);
   try {
     const service = connection.workflowService;
-    await waitForVersion(service, settings.namespace, version, settings.taskQueue);
+    await waitForVersion(service, settings.namespace, version, settings.taskQueue, 60_000, { quiet: true });
     const { previous } = await setCurrentVersion(service, settings.namespace, version);
     log(`workers: version ${versionLabel(version)}, current${previous && previous !== version.buildId ? ` (was ${previous})` : ''}`);
     // The stack runs no other version's workers, so any other version with open pinned deliveries is stranded.

@@ -210,23 +210,24 @@ async function unpolledTaskQueues(service: Service, namespace: string, v: Deploy
 
 /**
  * Waits until the version's workers poll every queue of `taskQueue` (the server registers a version's
- * queues as they first poll). The deployment is described only once they all poll: each describe
- * is a query of the deployment's own workflow, whose buffer fills (an error in the server's log)
- * while workers starting together register their queues.
+ * queues as they first poll). Each describe is a query of the deployment's own workflow, whose
+ * buffer fills (an error in the server's log) while workers starting together register their
+ * queues: `quiet` describes only once they all poll.
  */
-export async function waitForVersion(service: Service, namespace: string, v: DeploymentVersion, taskQueue: string, timeoutMs = 60_000): Promise<void> {
+export async function waitForVersion(service: Service, namespace: string, v: DeploymentVersion, taskQueue: string, timeoutMs = 60_000, { quiet = false } = {}): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let described = false;
   for (;;) {
-    const unpolled = await unpolledTaskQueues(service, namespace, v, taskQueue);
+    // quiet (a stack starting its workers together): the deployment is described only once every queue has a poller of the version.
+    const unpolled = quiet ? await unpolledTaskQueues(service, namespace, v, taskQueue) : [];
     // Their registration follows the first polls: give it a moment before asking the deployment.
-    if (unpolled.length === 0 && !described) await new Promise((r) => setTimeout(r, 2_000));
+    if (quiet && unpolled.length === 0 && !described) await new Promise((r) => setTimeout(r, 2_000));
     const missing = unpolled.length > 0 ? unpolled : await missingTaskQueues(service, namespace, v, taskQueue);
     described ||= unpolled.length === 0;
     if (missing.length === 0) return;
     if (Date.now() > deadline) throw new Error(`version ${versionLabel(v)} has no worker polling ${missing.join(', ')}: start its workers first`);
     // Not faster: the server answers describes through the deployment's workflow, whose query buffer fills.
-    await new Promise((r) => setTimeout(r, 2_000));
+    await new Promise((r) => setTimeout(r, quiet ? 2_000 : 1_000));
   }
 }
 
