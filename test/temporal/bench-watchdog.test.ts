@@ -1,12 +1,13 @@
 /**
  * The benchmarks' watchdog (bench/temporal.ts) ends a run at its time limit by SIGKILLing every
- * process the benchmark started, found through /proc: checked here against a real worker process
- * and a grandchild, alone in this file (it kills every child of this jest worker).
+ * process the benchmark started, found through /proc: checked against a real worker process and a
+ * grandchild, in a process of its own (test/fixtures/watchdog-run.ts), as a benchmark runs.
  */
-import { spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { descendants, killDescendants } from '../../bench/temporal';
-import { ENTRY, ProcessGroup } from '../../scripts/processes';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { ROOT } from '../../scripts/processes';
 import { testServerAddress, uniqueTaskQueue } from '../helpers/temporal';
 
 /** Running: in /proc and not a zombie (a killed process waits there until its parent, or init, reaps it). */
@@ -21,18 +22,13 @@ const alive = (pid: number) => {
 
 it('kills a running worker and the grandchild of another child, leaving none behind', async () => {
   const { address, namespace } = testServerAddress();
-  const group = new ProcessGroup();
-  const worker = await group.start({ name: 'worker', ...ENTRY.worker, env: { TEMPORAL_ADDRESS: address, TEMPORAL_NAMESPACE: namespace, DELIVERY_TASK_QUEUE: uniqueTaskQueue('watchdog'), LOG_LEVEL: 'WARN' } });
-  // A shell whose own child would be orphaned, out of sight, if the shell died first.
-  const shell = spawn('sh', ['-c', 'sleep 120 & echo $!; wait'], { stdio: ['ignore', 'pipe', 'ignore'] });
-  const grandchild = await new Promise<number>((resolve) => shell.stdout.once('data', (d: Buffer) => resolve(Number(d.toString().trim()))));
-
-  const found = descendants();
-  expect(found).toEqual(expect.arrayContaining([worker.pid, shell.pid, grandchild]));
-  const killed = killDescendants();
-  expect(killed).toEqual(expect.arrayContaining([worker.pid, shell.pid, grandchild]));
-  expect(await worker.exited).toMatchObject({ signal: 'SIGKILL' });
-  await new Promise((r) => setTimeout(r, 200));
-  for (const pid of [worker.pid!, shell.pid!, grandchild]) expect(alive(pid)).toBe(false);
-  expect(descendants().filter(alive)).toEqual([]);
+  const env: NodeJS.ProcessEnv = { ...process.env, TEMPORAL_ADDRESS: address, TEMPORAL_NAMESPACE: namespace, DELIVERY_TASK_QUEUE: uniqueTaskQueue('watchdog') };
+  delete env.NODE_OPTIONS;
+  const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', join(ROOT, 'test/fixtures/watchdog-run.ts')], { cwd: ROOT, env, timeout: 90_000 });
+  const r = JSON.parse(stdout.trim().split('\n').at(-1)!) as { worker: number; shell: number; grandchild: number; found: number[]; killed: number[]; workerSignal: string };
+  expect(r.found).toEqual(expect.arrayContaining([r.worker, r.shell, r.grandchild]));
+  expect(r.killed).toEqual(expect.arrayContaining([r.worker, r.shell, r.grandchild]));
+  expect(r.workerSignal).toBe('SIGKILL');
+  await new Promise((res) => setTimeout(res, 300));
+  for (const pid of [r.worker, r.shell, r.grandchild]) expect([pid, alive(pid)]).toEqual([pid, false]);
 }, 120_000);
