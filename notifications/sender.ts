@@ -8,6 +8,7 @@
  */
 import { Agent, type Dispatcher } from 'undici';
 import type { DeliveryNotification } from '../contract/delivery-types';
+import { parseRetryAfter } from '../provider/client';
 import { signWebhookWithAll } from '../provider/webhook-signature';
 import type { NotifyEndpoint } from './config';
 
@@ -55,7 +56,8 @@ export class NotificationSender {
     const status = res.statusCode;
     if (status >= 200 && status < 300) return { kind: 'delivered', status };
     if (status === 410) return { kind: 'gone', status };
-    const retryAfterMs = status === 429 || status === 503 ? retryAfter(res.headers, nowMs) : undefined;
+    const raw = res.headers['retry-after'];
+    const retryAfterMs = status === 429 || status === 503 ? parseRetryAfter(Array.isArray(raw) ? raw[0] : raw, nowMs) : undefined;
     return { kind: 'failed', status, retryAfterMs, reason: `answered ${status}` };
   }
 
@@ -76,14 +78,4 @@ async function drain(body: Dispatcher.ResponseData['body']): Promise<void> {
   } finally {
     body.destroy();
   }
-}
-
-function retryAfter(headers: Dispatcher.ResponseData['headers'], nowMs: number): number | undefined {
-  const raw = headers['retry-after'];
-  const value = Array.isArray(raw) ? raw[0] : raw;
-  if (value === undefined) return undefined;
-  const seconds = Number(value);
-  if (Number.isFinite(seconds) && seconds >= 0) return Math.ceil(seconds * 1000);
-  const date = Date.parse(value);
-  return Number.isFinite(date) ? Math.max(0, date - nowMs) : undefined;
 }

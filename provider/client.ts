@@ -318,14 +318,16 @@ function header(headers: Dispatcher.ResponseData['headers'], name: string): stri
 export function retryAfterMs(headers: Dispatcher.ResponseData['headers'], nowMs = Date.now()): number {
   const ms = Number(header(headers, 'retry-after-ms'));
   if (Number.isFinite(ms) && ms >= 0 && header(headers, 'retry-after-ms') !== undefined) return Math.ceil(ms);
-  const ra = header(headers, 'retry-after');
-  if (ra !== undefined) {
-    const seconds = Number(ra);
-    if (Number.isFinite(seconds) && seconds >= 0) return Math.ceil(seconds * 1000);
-    const date = Date.parse(ra);
-    if (Number.isFinite(date)) return Math.max(0, date - nowMs);
-  }
-  return DEFAULT_RETRY_AFTER_MS;
+  return parseRetryAfter(header(headers, 'retry-after'), nowMs) ?? DEFAULT_RETRY_AFTER_MS;
+}
+
+/** A `Retry-After` value (whole seconds, or an HTTP date) in ms; undefined when absent or unreadable. */
+export function parseRetryAfter(value: string | undefined, nowMs = Date.now()): number | undefined {
+  if (value === undefined) return undefined;
+  const seconds = Number(value);
+  if (Number.isFinite(seconds) && seconds >= 0) return Math.ceil(seconds * 1000);
+  const date = Date.parse(value);
+  return Number.isFinite(date) ? Math.max(0, date - nowMs) : undefined;
 }
 
 function errorText(err: unknown): string {
