@@ -115,6 +115,18 @@ export async function eventually<T>(what: string, fn: () => Promise<T | undefine
   }
 }
 
+/** The provider's records of these references, once it has created every one of them. */
+export function allCreated(stack: Stack, references: readonly string[], timeoutMs = 30_000) {
+  return eventually(
+    `${references.length} deliveries to be created`,
+    () => {
+      const mine = stack.sim.deliveries().filter((d) => references.includes(d.delivery.reference_number ?? ''));
+      return mine.length >= references.length ? mine : undefined;
+    },
+    timeoutMs,
+  );
+}
+
 /** Waits until the delivery's workflow has created it at the provider and follows it. */
 export async function createdDelivery(stack: Stack, reference: string): Promise<DeliveryState> {
   return eventually(`delivery ${reference} to be created`, async () => {

@@ -11,7 +11,7 @@ import { createProviderActivities } from '../../activities/provider-activities';
 import { ProviderClient } from '../../provider/client';
 import { InvalidInputError } from '../../client/delivery-client';
 import { deliveryRequest, destination } from '../fixtures/orders';
-import { createdDelivery, eventually, SANDBOX_KEY, startStack, type Stack } from '../helpers/stack';
+import { allCreated, createdDelivery, eventually, SANDBOX_KEY, startStack, type Stack } from '../helpers/stack';
 import { startWorkers, type RunningWorkers } from '../helpers/workers';
 import { rejectionOf } from '../helpers/rejection';
 
@@ -43,16 +43,6 @@ async function gateIdle(stack: Stack) {
   );
 }
 
-async function allCreated(stack: Stack, references: string[], timeoutMs = 30_000) {
-  return eventually(
-    `${references.length} deliveries to be created`,
-    () => {
-      const mine = stack.sim.deliveries().filter((d) => references.includes(d.delivery.reference_number ?? ''));
-      return mine.length >= references.length ? mine : undefined;
-    },
-    timeoutMs,
-  );
-}
 
 describe('pacing through the gate', () => {
   let stack: Stack;

@@ -22,7 +22,7 @@ import { abortRollout, report, rollTo, type RolloutTarget } from '../../scripts/
 import { describeDeployment, describeVersion, openPinned, setCurrentVersion, waitForVersion, type DeploymentVersion } from '../../temporal/worker-deployment';
 import { bundleWorkflows } from '../../worker/worker';
 import { deliveryRequest, destination } from '../fixtures/orders';
-import { driveToDelivered, eventually, SANDBOX_KEY, startStack, type Stack } from '../helpers/stack';
+import { allCreated, driveToDelivered, eventually, SANDBOX_KEY, startStack, type Stack } from '../helpers/stack';
 import { startWorkers, type RunningWorkers } from '../helpers/workers';
 
 const SCALE = 60; // the provider's minute is one second
@@ -75,20 +75,10 @@ async function start(stack: Stack, references: string[], tag: string): Promise<v
   await Promise.all(references.map((reference, i) => stack.deliveries.startDelivery(order(tag, i), { reference })));
 }
 
-function created(stack: Stack, references: readonly string[], timeoutMs = 60_000) {
-  return eventually(
-    `${references.length} deliveries to be created`,
-    () => {
-      const mine = stack.sim.deliveries().filter((d) => references.includes(d.delivery.reference_number ?? ''));
-      return mine.length >= references.length ? mine : undefined;
-    },
-    timeoutMs,
-  );
-}
 
 /** Drives each delivery to DELIVERED at the simulator and waits for its workflow to end. */
 async function deliverAll(stack: Stack, references: readonly string[]): Promise<void> {
-  for (const d of await created(stack, references)) driveToDelivered(stack.sim, d.delivery.id);
+  for (const d of await allCreated(stack, references, 60_000)) driveToDelivered(stack.sim, d.delivery.id);
   await Promise.all(references.map((r) => stack.deliveries.result(r)));
 }
 
@@ -155,7 +145,7 @@ describe('a replay-incompatible build shipped while deliveries are in flight', (
     const namespace = stack.temporal.options.namespace;
     const refsA = Array.from({ length: ON_A }, (_, i) => `VER-A-${i}`);
     await start(stack, refsA, 'a');
-    await created(stack, refsA);
+    await allCreated(stack, refsA, 60_000);
     expect(await eventually('the open deliveries to be counted on A', async () => ((await openPinned(service, namespace, a)) === ON_A ? true : undefined))).toBe(true);
 
     // B really is incompatible: an A delivery's history does not replay on it.
@@ -168,7 +158,7 @@ describe('a replay-incompatible build shipped while deliveries are in flight', (
     const switchedAt = Date.now();
     const refsB = Array.from({ length: 10 }, (_, i) => `VER-B-${i}`);
     await start(stack, refsB, 'b');
-    await created(stack, refsB);
+    await allCreated(stack, refsB, 60_000);
     expect((await describeDeployment(service, namespace, a.deploymentName))?.current).toBe(b.buildId);
 
     // The A deliveries go on to the end (webhooks through the bridge) while B takes the new ones.
@@ -222,7 +212,7 @@ describe('a switch with a backlog waiting at the pacing gate', () => {
     const refsB = Array.from({ length: 20 }, (_, i) => `GATE-B-${i}`);
     await start(stack, refsB, 'gb');
 
-    const all = await created(stack, [...refsA, ...refsB], 90_000);
+    const all = await allCreated(stack, [...refsA, ...refsB], 90_000);
     expect(all).toHaveLength(60);
     const creations = stack.sim.requestLog().filter((e) => e.method === 'POST' && e.path === '/v1/deliveries');
     expect(creations.filter((e) => e.status === 429)).toEqual([]);
@@ -258,7 +248,7 @@ describe('an aborted rollout', () => {
     expect(await rollTo(t, b.buildId, 50)).toBe(0);
     const ramped = Array.from({ length: 20 }, (_, i) => `ABORT-R-${i}`);
     await start(stack, ramped, 'ar');
-    await created(stack, ramped);
+    await allCreated(stack, ramped, 60_000);
     expect(await abortRollout(t)).toBe(0);
     expect(await describeDeployment(service, namespace, a.deploymentName)).toMatchObject({ current: a.buildId, ramping: undefined });
     // New deliveries after the ramp ends: the dev server (1.29.1) still started about one in ten
@@ -274,7 +264,7 @@ describe('an aborted rollout', () => {
     expect(await rollTo(t, b.buildId)).toBe(0);
     const onBuildB = ['ABORT-B-0', 'ABORT-B-1'];
     await start(stack, onBuildB, 'ab');
-    await created(stack, onBuildB);
+    await allCreated(stack, onBuildB, 60_000);
     expect(await abortRollout(t)).toBe(0);
     expect((await describeDeployment(service, namespace, a.deploymentName))?.current).toBe(a.buildId);
     await sleep(SETTLE_MS);
@@ -348,7 +338,7 @@ describe('a version whose pinned deliveries no worker polls', () => {
     stack = await stackOnA(a, {});
     const refs = ['STRAND-A-0', 'STRAND-A-1', 'STRAND-A-2'];
     await start(stack, refs, 'sa');
-    await created(stack, refs);
+    await allCreated(stack, refs, 60_000);
     // The stack restarts on new code: A's workers gone, C's started and made current.
     await stack.workers.stop();
     await workersOf(c);
@@ -370,7 +360,7 @@ describe('a version whose pinned deliveries no worker polls', () => {
   it('moves its deliveries on with the printed update-options command when the change is compatible (way out 2)', async () => {
     const refs = ['STRAND-C-0', 'STRAND-C-1'];
     await start(stack, refs, 'sc');
-    await created(stack, refs);
+    await allCreated(stack, refs, 60_000);
     const onC = extra[0]!;
     await onC.stop();
     await workersOf(d);
