@@ -2,8 +2,10 @@
  * Notifications (docs/notifications.md), every part real on 127.0.0.1: a dev server with its
  * metrics endpoint, the worker and the bridge as processes; the simulator, an HTTP receiver and an
  * order worker (test fixtures) in this process. Open deliveries told while nothing changes, beside
- * the same followed by `watch`; webhook → order system latency; the receiver down (503), then
- * back, without and with the worker SIGKILLed while it sends. Smaller runs: the NOTIFY_BENCH_* below.
+ * the same followed by `watch`; webhook → order system latency, each path on its own deliveries (an
+ * order system is told one way), beside Temporal's floor for the same (bench/floor-workflows.ts);
+ * the receiver down (503), then back, without and with the worker SIGKILLed while it sends.
+ * Smaller runs: the NOTIFY_BENCH_* below.
  */
 import { setMaxListeners } from 'node:events';
 import { Client } from '@temporalio/client';
@@ -19,6 +21,7 @@ import { connectClient } from '../temporal/client-connection';
 import { deliveryRequest } from '../test/fixtures/orders';
 import { startReceiver } from '../test/helpers/notify-receiver';
 import { benchSettings, Cleanup, cpuSince, openLoop, pool, progressLog, sleep, summarize, type BenchmarkOutput } from './measure';
+import { FLOOR_TASK_QUEUE } from './floor-workflows';
 import { notifyCharts } from './run-charts';
 import { frontendRequests, startBenchServer } from './temporal';
 
@@ -54,6 +57,46 @@ function tally(made: { sequence: number; fate?: string }[], accepted: DeliveryNo
   t.lost = made.filter((m) => !seen.has(m.sequence) && m.fate !== 'pending').length;
   t.still_pending = made.filter((m) => !seen.has(m.sequence) && m.fate === 'pending').length;
   return t;
+}
+
+/**
+ * Temporal alone (bench/floor-workflows.ts) at the worst-case rate, the worst-case phases' shape: `relays` relays told twice
+ * each, by signal (to an order workflow; its history's time) and by an activity (when it runs, in this process).
+ */
+async function floorPhases(temporal: Client, start: () => Promise<{ output(): string }>, count: number, relays: number) {
+  const [sent, toldAt] = [new Map<string, number>(), new Map<string, number>()];
+  const worker = await start();
+  const figures: Record<string, number> = {};
+  for (const way of ['signal', 'activity'] as const) {
+    const relayIds = Array.from({ length: relays }, (_, i) => `floor-${way}-${i}`);
+    await pool(relayIds, 16, async (id) => {
+      if (way === 'signal') await temporal.workflow.start('orderFollowing', { taskQueue: ORDER_QUEUE, workflowId: `order:${id}`, args: [] });
+      await temporal.workflow.start('relay', { taskQueue: FLOOR_TASK_QUEUE, workflowId: id, args: way === 'signal' ? [`order:${id}`] : [] });
+    });
+    const keys = Array.from({ length: count }, (_, i) => `${relayIds[i % relays]}#${i}`);
+    await openLoop(keys, WEBHOOK_RATE, async (key) => {
+      sent.set(key, Date.now());
+      // About a notification's size.
+      await temporal.workflow.getHandle(key.split('#')[0]!).signal('changed', { key, type: 'floor', filler: 'x'.repeat(1000) });
+    });
+    const arrivals = async (id: string) => {
+      const handle = temporal.workflow.getHandle(`order:${id}`);
+      const [received, history] = await Promise.all([handle.query<{ key: string }[]>('received'), handle.fetchHistory()]);
+      const signalled = history.events!.filter((e) => e.workflowExecutionSignaledEventAttributes);
+      return received.map((c, j) => [c.key, tsToMs(signalled[j]!.eventTime)] as const);
+    };
+    const toldByActivity = (key: string) => {
+      for (const [, k, t] of worker.output().matchAll(/^floor: told (\S+) (\d+)$/gm)) toldAt.set(k!, Number(t));
+      return toldAt.has(key);
+    };
+    const told = async (key: string) => (way === 'activity' ? toldByActivity(key) : (await arrivals(key.split('#')[0]!)).some(([k]) => k === key));
+    for (const deadline = Date.now() + 120_000; Date.now() < deadline && !(await Promise.all(keys.slice(-3).map(told))).every(Boolean); ) await sleep(250);
+    if (way === 'signal') await pool(relayIds, 16, async (id) => void (await arrivals(id)).forEach(([k, t]) => toldAt.set(k, t)));
+    const ms = keys.flatMap((k) => (toldAt.has(k) ? [toldAt.get(k)! - sent.get(k)!] : []));
+    const last = Math.max(...keys.map((k) => toldAt.get(k) ?? -Infinity));
+    Object.assign(figures, { [`floor_${way}_samples`]: ms.length, [`floor_${way}_p50_ms`]: summarize(ms).p50, [`floor_${way}_p99_ms`]: summarize(ms).p99, [`floor_${way}_changes_per_second_through`]: Number(((1000 * ms.length) / (last - sent.get(keys[0]!)!)).toFixed(1)) });
+  }
+  return figures;
 }
 
 export async function notifyBenchmark(): Promise<BenchmarkOutput> {
@@ -105,30 +148,30 @@ export async function notifyBenchmark(): Promise<BenchmarkOutput> {
     const temporal = new Client({ connection, namespace: server.namespace });
     const deliveries = new DeliveryClient({ temporal, taskQueue: TASK_QUEUE });
 
-    /** Each reference's provider delivery id, once the receiver has been told of its creation. */
+    /** Each reference's provider delivery id, once the provider has created it. */
     const created = async (references: string[]): Promise<string[]> => {
-      const deadline = Date.now() + 300_000;
-      for (;;) {
-        const ids = new Map(receiver.accepted().flatMap((n) => (n.deliveryId ? [[n.reference, n.deliveryId] as const] : [])));
+      for (const deadline = Date.now() + 300_000; ; await sleep(500)) {
+        const ids = new Map(sim.deliveries().map(({ delivery: d }) => [d.reference_number, d.id]));
         if (references.every((r) => ids.has(r))) return references.map((r) => ids.get(r)!);
-        if (Date.now() > deadline) throw new Error(`${references.filter((r) => !ids.has(r)).length} deliveries not told of their creation within 300 s`);
-        await sleep(500);
+        if (Date.now() > deadline) throw new Error(`${references.filter((r) => !ids.has(r)).length} deliveries not created within 300 s`);
       }
     };
     const settled = async () => { // until the receiver has heard nothing for 3 s
       for (let n = -1; n !== receiver.requests.length; await sleep(3_000)) n = receiver.requests.length;
     };
 
-    // Part 1: N open deliveries, each followed by its order workflow (signals) and the receiver.
-    progress(`starting ${DELIVERIES} order workflows and their deliveries (signal and endpoint)...`);
+    // Part 1: N open deliveries, half told by their order workflow's signal, half by the receiver.
+    progress(`starting ${DELIVERIES} deliveries, half told by signal (with their order workflows), half by the endpoint...`);
     const refs = Array.from({ length: DELIVERIES }, (_, i) => `NB-${i}`);
-    await pool(refs, 16, async (reference) => {
-      await temporal.workflow.start('orderFollowing', { taskQueue: ORDER_QUEUE, workflowId: `order:${reference}`, args: [] });
+    const bySignal = (i: number) => i % 2 === 0;
+    await pool(refs, 16, async (reference, i) => {
+      if (bySignal(i)) await temporal.workflow.start('orderFollowing', { taskQueue: ORDER_QUEUE, workflowId: `order:${reference}`, args: [] });
       const { reference_number: _r, ...order } = deliveryRequest({}, 1);
-      await deliveries.startDelivery(order, { reference, notify: { workflowId: `order:${reference}`, endpoint: 'orders' } });
+      await deliveries.startDelivery(order, { reference, notify: bySignal(i) ? { workflowId: `order:${reference}` } : { endpoint: 'orders' } });
     });
     const ids = await created(refs);
     await settled();
+    await sleep(5_000); // the signal half's creation notifications too
     const prefixed = (prefix: string, o: Record<string, number>) => Object.fromEntries(Object.entries(o).map(([k, v]) => [`${prefix}_${k}`, v]));
     // CPU of each of our processes from now to the call, beside the machine's share used by others (bench/measure.ts).
     const meter = () => cpuSince({ worker: worker.pid, temporal: server.process.pid, bench_process: process.pid, bridge: bridge.pid });
@@ -154,39 +197,53 @@ export async function notifyBenchmark(): Promise<BenchmarkOutput> {
     stop.abort();
     await watching;
 
-    // Part 2: the simulator's status change (advance() sends the webhook) → the order system, open loop at the worst-case rate, then at a low one.
+    // Part 2: the simulator's status change (advance() sends the webhook) → the order system, open loop, each path on its own
+    // deliveries at the worst-case rate, then at a low one. The signal path ends when the order workflow's history has the signal
+    // (WorkflowExecutionSignaled, the server's time; its handler runs in the next workflow task), the HTTP path at the receiver.
+    const orderOf = new Map(refs.flatMap((r, i) => (bySignal(i) ? [[ids[i]!, `order:${r}`] as const] : [])));
+    const told = async (key: string): Promise<boolean> => {
+      const [id, status] = key.split(':') as [string, string];
+      if (!orderOf.has(id)) return arrived.has(key);
+      const received = await temporal.workflow.getHandle(orderOf.get(id)!).query<DeliveryNotification[]>('received');
+      return received.some((n) => n.type === 'delivery.status_changed' && n.change.status === status);
+    };
     const changed = new Map<string, { t0: number; phase: 'worst' | 'low' }>();
-    const phases = [
-      { phase: 'worst' as const, rate: WEBHOOK_RATE, count: Math.min(LATENCY_WEBHOOKS, 2 * DELIVERIES) }, // ASSIGNED, UPCOMING
-      { phase: 'low' as const, rate: LOW_RATE, count: Math.min(LOW_RATE * 10, DELIVERIES) }, // PICKED_UP: delivery-level changes, one webhook each
-    ];
-    const latencyCpu: Record<string, number>[] = [];
-    for (const { phase, rate, count } of phases) {
-      progress(`latency: ${count} status changes at ${rate}/s, one webhook each...`);
-      const [cpu, started] = [meter(), performance.now()];
-      await openLoop(Array.from({ length: count }, (_, i) => ids[i % DELIVERIES]!), rate, async (id) => {
-        const t0 = Date.now();
-        changed.set(`${id}:${sim.advance(id).status}`, { t0, phase });
-      });
-      for (const deadline = Date.now() + 120_000; [...changed.keys()].some((k) => !arrived.has(k)) && Date.now() < deadline; ) await sleep(100);
-      // Through: changes over the time from the first one to the last arrival; CPU per change of the worker and the dev server.
-      const [used, seconds] = [cpu(), (performance.now() - started) / 1000];
-      const perChange = (pct: number) => Number(((pct * seconds * 10) / count).toFixed(1));
-      latencyCpu.push({ ...used, changes_per_second_through: Number((count / seconds).toFixed(1)), worker_cpu_ms_per_change: perChange(used.cpu_pct_worker), temporal_cpu_ms_per_change: perChange(used.cpu_pct_temporal) });
+    const latencyCpu: Record<string, Record<string, number>> = {};
+    for (const [phase, rate] of [['worst', WEBHOOK_RATE], ['low', LOW_RATE]] as const) {
+      for (const path of ['signal', 'http'] as const) {
+        const targets = ids.filter((_, i) => bySignal(i) === (path === 'signal'));
+        const count = phase === 'worst' ? Math.min(LATENCY_WEBHOOKS, 2 * targets.length) : Math.min(rate * 10, targets.length); // ASSIGNED, UPCOMING; then PICKED_UP
+        progress(`latency, ${path} path: ${count} status changes at ${rate}/s, one webhook each...`);
+        const [cpu, started, keys] = [meter(), performance.now(), [] as string[]];
+        await openLoop(Array.from({ length: count }, (_, i) => targets[i % targets.length]!), rate, async (id) => {
+          const t0 = Date.now();
+          const key = `${id}:${sim.advance(id).status}`;
+          changed.set(key, { t0, phase });
+          keys.push(key);
+        });
+        // Done when the last few changes sent have been told (changes queue in order), or after the bound.
+        for (const deadline = Date.now() + 120_000; Date.now() < deadline && !(await Promise.all(keys.slice(-3).map(told))).every(Boolean); ) await sleep(250);
+        // Through: changes over the time from the first one to the last told; CPU per change of the worker and the dev server.
+        const [used, seconds] = [cpu(), (performance.now() - started) / 1000];
+        const perChange = (pct: number) => Number(((pct * seconds * 10) / count).toFixed(1));
+        latencyCpu[`${phase}_${path}`] = { ...used, changes_per_second_through: Number((count / seconds).toFixed(1)), worker_cpu_ms_per_change: perChange(used.cpu_pct_worker), temporal_cpu_ms_per_change: perChange(used.cpu_pct_temporal) };
+      }
     }
     // Each sample: [when the change was sent (epoch ms), its latency (ms)].
     const latency = { worst: { http: [] as [number, number][], signal: [] as [number, number][] }, low: { http: [] as [number, number][], signal: [] as [number, number][] } };
     for (const [k, { t0, phase }] of changed) if (arrived.has(k)) latency[phase].http.push([t0, arrived.get(k)! - t0]);
-    // The signal path ends when the order workflow's history has the signal (WorkflowExecutionSignaled, the server's time); its handler runs in the next workflow task.
-    await pool(refs, 16, async (reference, i) => {
+    await pool(refs.filter((_, i) => bySignal(i)), 16, async (reference) => {
       const handle = temporal.workflow.getHandle(`order:${reference}`);
       const received = await handle.query<DeliveryNotification[]>('received');
       const signalled = (await handle.fetchHistory()).events!.filter((e) => e.workflowExecutionSignaledEventAttributes);
       received.forEach((n, j) => {
-        const change = n.type === 'delivery.status_changed' ? changed.get(`${ids[i]}:${n.change.status}`) : undefined;
+        const change = n.type === 'delivery.status_changed' ? changed.get(`${n.deliveryId}:${n.change.status}`) : undefined;
         if (change && signalled[j]) latency[change.phase].signal.push([change.t0, tsToMs(signalled[j]!.eventTime) - change.t0]);
       });
     });
+    progress(`Temporal's floor: the same changes through relays with no code of ours, by signal, then by an activity...`);
+    const startFloor = () => group.start({ name: 'floor', entry: 'bench/floor-worker.ts', ready: /^floor: ready/m, env: common, isolated: true, logFile: true }).then((p) => (cleanup.add(() => p.removeLog()), p));
+    const floor = await floorPhases(temporal, startFloor, Math.min(LATENCY_WEBHOOKS, DELIVERIES), DELIVERIES / 2);
 
     // Part 3: the receiver down while deliveries advance to the end, then back; again with the worker killed while it sends.
     const outage = async (label: string, kill: boolean) => {
@@ -232,10 +289,13 @@ export async function notifyBenchmark(): Promise<BenchmarkOutput> {
       ...prefixed('watch', watched),
       ...p50p99('signal', latency.worst.signal),
       ...p50p99('http', latency.worst.http),
-      ...prefixed('latency_phase', latencyCpu[0]!),
+      ...prefixed('signal_phase', latencyCpu.worst_signal!),
+      ...prefixed('http_phase', latencyCpu.worst_http!),
+      ...floor,
       ...p50p99('low_rate_signal', latency.low.signal),
       ...p50p99('low_rate_http', latency.low.http),
-      ...prefixed('low_rate_phase', latencyCpu[1]!),
+      ...prefixed('low_rate_signal_phase', latencyCpu.low_signal!),
+      ...prefixed('low_rate_http_phase', latencyCpu.low_http!),
       ...{ retry_schedule: RETRY_SCHEDULE, outage_deliveries: OUTAGE_DELIVERIES, outage_seconds: OUTAGE_SECONDS },
       ...plain,
       ...withKill, // the same figures with the worker SIGKILLed
