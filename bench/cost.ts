@@ -9,16 +9,14 @@
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { DeliveryClient } from '../client/delivery-client';
 import { gateWorkflowId } from '../contract/workflow-ids';
 import { generateWebhookSecret } from '../provider/webhook-signature';
-import { ENTRY } from '../scripts/processes';
 import { deliveryRequest } from '../test/fixtures/orders';
 import { barChart } from './charts';
-import { benchSettings, pool, processCpuSeconds, progressLog, type BenchmarkOutput } from './measure';
-import { benchStack, bridgeUrl, ROOMY_LIMITS, startBenchServer } from './temporal';
+import { benchSettings, cpuMeter, pool, progressLog, type BenchmarkOutput } from './measure';
+import { benchStack, histories, ROOMY_LIMITS, startBenchServer } from './temporal';
 
 const settings = benchSettings('COST');
 const DELIVERIES = settings.num('DELIVERIES', 10);
@@ -65,15 +63,6 @@ const add = (x: Actions, y: Actions) => Object.fromEntries(ACTION_TYPES.map((t) 
 const scale = (x: Actions, k: number) => Object.fromEntries(ACTION_TYPES.map((t) => [t, Math.round(x[t] * k * 100) / 100])) as Actions;
 const empty = () => Object.fromEntries(ACTION_TYPES.map((t) => [t, 0])) as Actions;
 
-async function histories(client: Client, workflowId: string): Promise<HistoryEvent[]> {
-  const events: HistoryEvent[] = [];
-  for await (const run of client.workflow.list({ query: `WorkflowId = '${workflowId}'` })) {
-    const history = await client.workflow.getHandle(workflowId, run.runId).fetchHistory();
-    events.push(...(history.events ?? []));
-  }
-  return events;
-}
-
 export async function costBenchmark(): Promise<BenchmarkOutput> {
   if (DELIVERIES < 1 || STOPS.some((s) => !Number.isInteger(s) || s < 1 || s > 100)) throw new Error('COST_BENCH_DELIVERIES must be at least 1 and COST_BENCH_STOPS stops of 1 to 100');
   const stack = await benchStack(progress, startBenchServer, 20 * 60_000);
@@ -82,13 +71,10 @@ export async function costBenchmark(): Promise<BenchmarkOutput> {
     const receiver = createServer((req, res) => req.resume().on('end', () => res.writeHead(204).end()));
     await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
     stack.cleanup.add(() => new Promise((r) => receiver.close(r)));
-    const secret = generateWebhookSecret();
     const { sim, url } = await stack.simulator({ autoAdvanceMs: 300, rateLimits: ROOMY_LIMITS });
     const endpoint = `orders=http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`;
-    const start = (name: 'worker' | 'bridge', env: NodeJS.ProcessEnv) => stack.processes.start({ name, ...ENTRY[name], isolated: true, logFile: true, env: { ...stack.env(url), ...env } });
-    const worker = await start('worker', { DELIVERY_TASK_QUEUE: TASK_QUEUE, PROVIDER_RATE_LIMITS: 'creations=100000/60s,quotes=100000/60s', WORKER_WORKFLOW_BUNDLE: await stack.bundle(), LOG_LEVEL: 'WARN', DELIVERY_NOTIFY_ENDPOINTS: endpoint, DELIVERY_NOTIFY_SECRETS: `orders=${generateWebhookSecret()}` });
-    const bridge = await start('bridge', { DELIVERY_WEBHOOK_SECRETS: secret, BRIDGE_PORT: '0', BRIDGE_ADMIN_PORT: '0' });
-    sim.setWebhookEndpoint({ url: bridgeUrl(bridge.output()), secret });
+    const worker = await stack.start('worker', url, { DELIVERY_TASK_QUEUE: TASK_QUEUE, PROVIDER_RATE_LIMITS: 'creations=100000/60s,quotes=100000/60s', WORKER_WORKFLOW_BUNDLE: await stack.bundle(), LOG_LEVEL: 'WARN', DELIVERY_NOTIFY_ENDPOINTS: endpoint, DELIVERY_NOTIFY_SECRETS: `orders=${generateWebhookSecret()}` });
+    const { process: bridge } = await stack.bridge(url, sim);
     const client = await stack.client();
     const deliveries = new DeliveryClient({ temporal: client, taskQueue: TASK_QUEUE });
     const figures: Record<string, number | string> = { deliveries_per_shape: DELIVERIES };
@@ -99,17 +85,19 @@ export async function costBenchmark(): Promise<BenchmarkOutput> {
       const name = `${shape.stops}_stops${shape.notify ? '_notified' : ''}`;
       progress(`${name}: ${DELIVERIES} deliveries end to end...`);
       const refs = Array.from({ length: DELIVERIES }, () => `COST-${++n}-${Date.now().toString(36)}`);
-      const cpu0 = { worker: processCpuSeconds(worker.pid)!, bridge: processCpuSeconds(bridge.pid)! };
+      const cpu = cpuMeter({ worker: worker.pid, bridge: bridge.pid });
       const webhooks0 = sim.webhookAttempts().length;
       const startedAt = Date.now();
       // The grace's timer is counted; its length does not change the count.
       const followUp = { endGraceMs: 1_000 };
-      await pool(refs, 8, async (reference) => void (await deliveries.startDelivery(deliveryRequest({}, shape.stops), { reference, followUp, notify: shape.notify ? { endpoint: 'orders' } : undefined })));
-      await pool(refs, 32, async (reference) => void (await deliveries.result(reference)));
+      await cpu.span(async () => {
+        await pool(refs, 8, async (reference) => void (await deliveries.startDelivery(deliveryRequest({}, shape.stops), { reference, followUp, notify: shape.notify ? { endpoint: 'orders' } : undefined })));
+        await pool(refs, 32, async (reference) => void (await deliveries.result(reference)));
+      });
       const endedAt = Date.now();
       const webhooks = sim.webhookAttempts().length - webhooks0;
-      const workerMs = ((processCpuSeconds(worker.pid)! - cpu0.worker) * 1000) / DELIVERIES;
-      const bridgeMs = ((processCpuSeconds(bridge.pid)! - cpu0.bridge) * 1000) / Math.max(1, webhooks);
+      const workerMs = (cpu.seconds.worker * 1000) / DELIVERIES;
+      const bridgeMs = (cpu.seconds.bridge * 1000) / Math.max(1, webhooks);
 
       let own = empty();
       let events = 0;

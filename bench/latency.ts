@@ -4,10 +4,9 @@
  * own simulator (limits far above the pace), 2 worker processes and ORDERS orders at RATE a second.
  */
 import { DeliveryClient } from '../client/delivery-client';
-import { PROVIDER_RATE_LIMITS } from '../provider/limits';
 import { deliveryRequest, destination } from '../test/fixtures/orders';
-import { benchStack, rateLimitsEnv, startBenchCluster, startBenchServer } from './temporal';
-import { benchSettings, openLoop, percentile, progressLog, sleep } from './measure';
+import { benchStack, rateLimitsEnv, scaledLimits, startBenchCluster, startBenchServer } from './temporal';
+import { benchSettings, openLoop, p50p99, progressLog, sleep } from './measure';
 import { ENTRY, removeWorkflowBundleFile, workflowBundleFile } from '../scripts/processes';
 
 const { num } = benchSettings('LATENCY');
@@ -24,8 +23,7 @@ export async function latencyBenchmark(): Promise<Record<string, number | string
     try {
       const { url } = await stack.simulator({ timeScale: SCALE });
       const taskQueue = `latency-${label}-${Date.now().toString(36)}`;
-      const limits = Object.fromEntries(Object.entries(PROVIDER_RATE_LIMITS).map(([family, l]) => [family, { limit: l.limit, windowMs: l.windowMs / SCALE }]));
-      const env = { ...stack.env(url), LOG_LEVEL: 'WARN', DELIVERY_TASK_QUEUE: taskQueue, PROVIDER_RATE_LIMITS: rateLimitsEnv(limits), PROVIDER_QUOTE_MIN_REMAINING_MS: String(Math.round(60_000 / SCALE)), WORKER_WORKFLOW_BUNDLE: await workflowBundleFile() };
+      const env = { ...stack.env(url), LOG_LEVEL: 'WARN', DELIVERY_TASK_QUEUE: taskQueue, PROVIDER_RATE_LIMITS: rateLimitsEnv(scaledLimits(SCALE)), PROVIDER_QUOTE_MIN_REMAINING_MS: String(Math.round(60_000 / SCALE)), WORKER_WORKFLOW_BUNDLE: await workflowBundleFile() };
       await Promise.all([1, 2].map((i) => stack.processes.start({ name: `worker-${i}`, ...ENTRY.worker, env })));
       const client = new DeliveryClient({ temporal: await stack.client(), taskQueue });
       const references = Array.from({ length: ORDERS }, (_, n) => `${taskQueue}-${n}`);
@@ -38,10 +36,8 @@ export async function latencyBenchmark(): Promise<Record<string, number | string
           await sleep(20);
         }
       });
-      const sorted = [...latencies].sort((a, b) => a - b);
-      const [p50, p99] = [percentile(sorted, 0.5, 0), percentile(sorted, 0.99, 0)];
-      Object.assign(figures, { [`${label}_p50_ms`]: p50, [`${label}_p99_ms`]: p99 });
-      progress(`${label}: p50 ${p50} ms, p99 ${p99} ms over ${latencies.length} orders`);
+      Object.assign(figures, p50p99(label, latencies, 0));
+      progress(`${label}: ${JSON.stringify(p50p99(label, latencies, 0))} over ${latencies.length} orders`);
     } finally {
       await stack.close();
     }

@@ -15,9 +15,9 @@ import type { Client } from '@temporalio/client';
 import { DeliveryClient } from '../client/delivery-client';
 import { ProviderClient } from '../provider/client';
 import { RateLimitedError, ProviderUnavailableError } from '../provider/errors';
-import { PROVIDER_RATE_LIMITS, QUOTE_VALIDITY_MS, type CallFamily, type RateLimit } from '../provider/limits';
-import { benchStack, rateLimitsEnv, startBenchCluster, startBenchServer } from './temporal';
-import { createSimulator, type Simulator, type SimulatorOptions } from '../simulator/server';
+import { QUOTE_VALIDITY_MS } from '../provider/limits';
+import { benchStack, histories, rateLimitsEnv, scaledLimits, startBenchCluster, startBenchServer } from './temporal';
+import type { Simulator } from '../simulator/server';
 import { deliveryRequest, destination } from '../test/fixtures/orders';
 import { taskQueueRatePerSecond } from '../worker/pacing-config';
 import type { DeliveryOrder, DeliveryState } from '../contract/delivery-types';
@@ -27,9 +27,9 @@ import { providerTaskQueues } from '../contract/task-queues';
 import { limitsCharts, type BacklogSamples } from './limits-charts';
 import { backlogCounter, leastCreationTimes, leastDrainMs, round, windowUse } from './limits-figures';
 import { benchSettings, median, pool, progressLog, sleep, ticker, type BenchmarkOutput } from './measure';
-import { ENTRY } from '../scripts/processes';
 import { setCurrentVersion, waitForVersion } from '../temporal/worker-deployment';
 import { temporal as proto } from '@temporalio/proto';
+import { tsToMs } from '@temporalio/common/lib/time';
 
 const { num } = benchSettings('LIMITS');
 const SCALE = num('SCALE', 10);
@@ -42,10 +42,7 @@ const onCluster = () => process.env.BENCH_TEMPORAL === 'cluster';
 const workerCount = () => num('WORKERS', onCluster() ? 4 : 2);
 const QUIET_MS = 24 * 3_600_000; // no follow-up polls during the run
 
-/** The provider's limits in real time at this scale: what the simulator enforces and the workers are told. */
-const LIMITS: Record<CallFamily, RateLimit> = Object.fromEntries(
-  Object.entries(PROVIDER_RATE_LIMITS).map(([f, l]) => [f, { limit: l.limit, windowMs: l.windowMs / SCALE }]),
-) as Record<CallFamily, RateLimit>;
+const LIMITS = scaledLimits(SCALE);
 const LABELS: Record<string, string> = { gate: 'pacing gate', 'task-queue': 'task-queue limit', naive: 'naive client' };
 
 const progress = progressLog('limits');
@@ -72,15 +69,9 @@ interface Context {
   bundle: string;
 }
 
-/** The phase's own simulator, at the benchmark's time scale; closed when the phase ends. */
-async function newSimulator(options: SimulatorOptions): Promise<{ sim: Simulator; url: string }> {
-  const sim = createSimulator({ timeScale: SCALE, onError: (m) => progress(`simulator: ${m}`), ...options });
-  return { sim, url: (await sim.listen(0, '127.0.0.1')).url };
-}
-
 function startWorkers(ctx: Context, o: { taskQueue: string; url: string; key: string; pacing: 'gate' | 'task-queue'; env?: Record<string, string>; name?: string }) {
   const env = {
-    ...ctx.stack.env(o.url, o.key),
+    DELIVERY_API_KEY: o.key,
     LOG_LEVEL: 'WARN',
     DELIVERY_TASK_QUEUE: o.taskQueue,
     DELIVERY_API_TIMEOUT_MS: '9500',
@@ -93,7 +84,7 @@ function startWorkers(ctx: Context, o: { taskQueue: string; url: string; key: st
     WORKER_WORKFLOW_BUNDLE: ctx.bundle,
     ...o.env,
   };
-  return Promise.all(Array.from({ length: workerCount() }, (_, i) => ctx.stack.processes.start({ name: `${o.name ?? 'worker'}-${i + 1}`, ...ENTRY.worker, env })));
+  return Promise.all(Array.from({ length: workerCount() }, (_, i) => ctx.stack.start('worker', o.url, env, { name: `${o.name ?? 'worker'}-${i + 1}`, inherit: true })));
 }
 
 /** When the simulator created each order's delivery, waiting until all are or the deadline passes. */
@@ -175,7 +166,7 @@ async function backlogPhase(ctx: Context, phase: 'gate' | 'task-queue' | 'poison
   const all = makeOrders(`${phase}-${stamp}`, phase === 'poison' ? POISON_ORDERS : ORDERS);
   const poison = phase === 'poison' ? [`ORD-€42-${stamp}`, `注文-1001-${stamp}`, `P500-${stamp}`, `P422-${stamp}`].map((reference, i) => ({ ...all[i]!, reference })) : [];
   const orders = phase === 'poison' ? all.slice(5) : all;
-  const { sim, url } = await newSimulator({ apiKeys: [key], faults: poison.length ? { reference_faults: { [poison[2]!.reference]: 500, [poison[3]!.reference]: 422 } } : {} });
+  const { sim, url } = await ctx.stack.simulator({ timeScale: SCALE, apiKeys: [key], faults: poison.length ? { reference_faults: { [poison[2]!.reference]: 500, [poison[3]!.reference]: 422 } } : {} });
   if (phase === 'task-queue') await setServerQueueLimits(ctx, taskQueue);
   const deployment = `bench-${phase}-${stamp}`; // a deployment of its own: its current version is this phase's alone
   const versionEnv = (buildId: string, makeCurrent: string) => ({ WORKER_DEPLOYMENT_NAME: deployment, WORKER_BUILD_ID: buildId, WORKER_MAKE_CURRENT: makeCurrent });
@@ -200,7 +191,6 @@ async function backlogPhase(ctx: Context, phase: 'gate' | 'task-queue' | 'poison
   } finally {
     await Promise.all(workers.map((w) => w.stop()));
     await Promise.all([...poison, ...orders].map((o) => ctx.temporal.workflow.getHandle(deliveryWorkflowId(o.reference)).terminate('benchmark over').catch(() => undefined)));
-    await sim.close();
   }
 }
 
@@ -220,12 +210,7 @@ type SwitchFigures = Awaited<ReturnType<typeof switchFigures>>;
 async function switchFigures(ctx: Context, orders: Order[], taskQueue: string, switchedAt: number) {
   const { EventType } = proto.api.enums.v1;
   const eventsOf = async (workflowId: string) => (await ctx.temporal.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
-  const ms = (t: unknown) => Number((t as { seconds?: unknown }).seconds ?? 0) * 1000 + Math.floor(((t as { nanos?: number }).nanos ?? 0) / 1e6);
-  // Every run of the gate (it continues as new), oldest first.
-  const runs: string[] = [];
-  for await (const w of ctx.temporal.workflow.list({ query: `WorkflowId = '${gateWorkflowId(taskQueue)}'` })) runs.push(w.runId);
-  const gate: Awaited<ReturnType<typeof eventsOf>> = [];
-  for (const runId of runs.reverse()) gate.push(...((await ctx.temporal.workflow.getHandle(gateWorkflowId(taskQueue), runId).fetchHistory()).events ?? []));
+  const gate = await histories(ctx.temporal, gateWorkflowId(taskQueue)); // every run of the gate (it continues as new)
   const firstOnB = gate.find((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED && e.workflowTaskCompletedEventAttributes?.deploymentVersion?.buildId === 'b');
   const started = gate.slice(0, gate.indexOf(firstOnB!)).reverse().find((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED);
   let failedTasks = gate.filter((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED).length;
@@ -235,7 +220,8 @@ async function switchFigures(ctx: Context, orders: Order[], taskQueue: string, s
     failedTasks += events.filter((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED).length;
     if (events.some((e) => e.workflowTaskCompletedEventAttributes && e.workflowTaskCompletedEventAttributes.deploymentVersion?.buildId !== 'a')) onOtherBuild++;
   });
-  const figures = { firstTaskOnBMs: started ? ms(started.eventTime) - switchedAt : NaN, gateRuns: runs.length, failedWorkflowTasks: failedTasks, deliveriesMovedOffA: onOtherBuild };
+  const gateRuns = gate.filter((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED).length;
+  const figures = { firstTaskOnBMs: started ? tsToMs(started.eventTime) - switchedAt : NaN, gateRuns, failedWorkflowTasks: failedTasks, deliveriesMovedOffA: onOtherBuild };
   progress(`switch: ${JSON.stringify(figures)}`);
   return figures;
 }
@@ -252,9 +238,9 @@ async function setServerQueueLimits(ctx: Context, taskQueue: string): Promise<vo
 }
 
 /** The same orders straight to the API, no Temporal: retry on 429 with exponential backoff (no jitter, Retry-After ignored). */
-async function naivePhase(): Promise<BacklogFigures> {
+async function naivePhase(ctx: Context): Promise<BacklogFigures> {
   const key = 'bench-naive';
-  const { sim, url } = await newSimulator({ apiKeys: [key] });
+  const { sim, url } = await ctx.stack.simulator({ timeScale: SCALE, apiKeys: [key] });
   const api = new ProviderClient({ baseUrl: url, apiKey: key, connections: 64 });
   const orders = makeOrders(`naive-${Date.now().toString(36)}`, ORDERS);
   const deadline = Date.now() + 3 * leastDrainMs(orders, LIMITS.quotes, LIMITS.creations) + 60_000;
@@ -285,7 +271,6 @@ async function naivePhase(): Promise<BacklogFigures> {
     return backlogFigures('naive', orders, startedAt, quotedAt, await waitCreated(sim, orders, Date.now(), 'naive'), callLog(sim));
   } finally {
     await api.close();
-    await sim.close();
   }
 }
 
@@ -303,7 +288,7 @@ export async function limitsBenchmark(): Promise<BenchmarkOutput> {
   try {
     if (PHASES.includes('gate')) Object.assign(figures, prefixed('gate', await backlogPhase(ctx, 'gate')));
     if (PHASES.includes('task-queue')) Object.assign(figures, prefixed('taskqueue', await backlogPhase(ctx, 'task-queue')));
-    if (PHASES.includes('naive')) Object.assign(figures, prefixed('naive', await naivePhase()));
+    if (PHASES.includes('naive')) Object.assign(figures, prefixed('naive', await naivePhase(ctx)));
     if (PHASES.includes('switch')) Object.assign(figures, prefixed('switch', await backlogPhase(ctx, 'switch')));
     if (PHASES.includes('poison')) {
       const others = await backlogPhase(ctx, 'poison');

@@ -61,13 +61,6 @@ export function shuffled<T>(xs: readonly T[]): T[] {
 /** What a benchmark returns to bench/main.ts: its figures, or its figures and SVG charts drawn from its samples (bench/charts.ts). */
 export type BenchmarkOutput = Record<string, number | string> | { figures: Record<string, number | string>; charts: Record<string, string> };
 
-export interface Latencies {
-  p50: number;
-  p99: number;
-  max: number;
-  count: number;
-}
-
 /**
  * The `p` percentile (a fraction: 0.5, 0.99) by nearest rank: the smallest value with at least
  * p × n values at or below it (sorted[ceil(p × n) − 1]), so p99 of 100 values is the 99th, not the
@@ -87,9 +80,15 @@ export function median(xs: readonly number[]): number {
   return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 }
 
-export function summarize(latencies: number[]): Latencies {
+export function summarize(latencies: readonly number[], digits = 2): { p50: number; p99: number } {
   const sorted = [...latencies].sort((a, b) => a - b);
-  return { p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99), max: Number(sorted.at(-1)!.toFixed(2)), count: sorted.length };
+  return { p50: percentile(sorted, 0.5, digits), p99: percentile(sorted, 0.99, digits) };
+}
+
+/** `<name>_p50_ms` and `<name>_p99_ms` of these latencies (NaN for none), as the result files name them. */
+export function p50p99(name: string, ms: readonly number[], digits = 2): Record<string, number> {
+  const { p50, p99 } = summarize(ms, digits);
+  return { [`${name}_p50_ms`]: p50, [`${name}_p99_ms`]: p99 };
 }
 
 /** Runs `one` over the items (and their index) with `concurrency` callers; answers items per second. */
@@ -181,18 +180,47 @@ export function machineCpuSeconds(): { busy: number; total: number } | undefined
 }
 
 /**
- * CPU over a span, called at its start; what it returns, called at its end, answers each process's CPU (`cpu_pct_<name>`, % of
- * one core) and the share of the machine's cores that other processes used (other people's work on shared cores).
+ * CPU seconds (/proc) of each named process over the spans measured, summed, beside the machine's
+ * busy and total CPU seconds: what the benchmark's own processes used, and what others did on the
+ * shared cores (`otherPct`). A span is `span(run)`, or from `begin()` to the function it returns.
  */
-export function cpuSince<K extends string>(pids: Record<K, number | undefined>): () => Record<`cpu_pct_${K}` | 'other_processes_cpu_pct', number> {
+export function cpuMeter<K extends string>(pids: Record<K, number | undefined>) {
   const names = Object.keys(pids) as K[];
-  const read = () => ({ cpu: names.map((k) => processCpuSeconds(pids[k]) ?? 0), machine: machineCpuSeconds()!, at: performance.now() });
-  const before = read();
-  return () => {
-    const after = read();
-    const used = after.cpu.map((c, i) => c - before.cpu[i]!);
-    const others = after.machine.busy - before.machine.busy - used.reduce((a, b) => a + b, 0);
-    const pct = Object.fromEntries(names.map((k, i) => [`cpu_pct_${k}`, Number(((100 * used[i]!) / ((after.at - before.at) / 1000)).toFixed(1))]));
-    return { ...pct, other_processes_cpu_pct: Math.round(Math.max(0, (100 * others) / (after.machine.total - before.machine.total))) } as Record<`cpu_pct_${K}` | 'other_processes_cpu_pct', number>;
+  const read = () => {
+    const machine = machineCpuSeconds() ?? { busy: 0, total: 0 };
+    return { ...(Object.fromEntries(names.map((k) => [k, processCpuSeconds(pids[k]) ?? 0])) as Record<K, number>), busy: machine.busy, total: machine.total, wall: performance.now() / 1000 };
   };
+  const seconds = Object.fromEntries([...names, 'busy', 'total', 'wall'].map((k) => [k, 0])) as Record<K | 'busy' | 'total' | 'wall', number>;
+  const ours = () => names.reduce((sum, k) => sum + seconds[k], 0);
+  const begin = () => {
+    const before = read();
+    return () => {
+      const after = read();
+      for (const k of Object.keys(seconds) as (keyof typeof seconds)[]) seconds[k] += after[k] - before[k];
+    };
+  };
+  return {
+    seconds,
+    ours,
+    /** Busy time of the machine not spent by any of these processes, % of all its cores. */
+    otherPct: () => Math.round((100 * Math.max(0, seconds.busy - ours())) / (seconds.total || 1)),
+    /** Each process's CPU as `cpu_pct_<name>`, % of one core over the spans' wall time. */
+    pct: () => Object.fromEntries(names.map((k) => [`cpu_pct_${k}`, Number(((100 * seconds[k]) / (seconds.wall || 1)).toFixed(1))])) as Record<`cpu_pct_${K}`, number>,
+    begin,
+    async span<T>(run: () => Promise<T>): Promise<T> {
+      const end = begin();
+      try {
+        return await run();
+      } finally {
+        end();
+      }
+    },
+  };
+}
+
+/** CPU over a span, called at its start; what it returns, called at its end, answers cpuMeter's `pct()` and `other_processes_cpu_pct`. */
+export function cpuSince<K extends string>(pids: Record<K, number | undefined>): () => Record<`cpu_pct_${K}` | 'other_processes_cpu_pct', number> {
+  const meter = cpuMeter(pids);
+  const end = meter.begin();
+  return () => (end(), { ...meter.pct(), other_processes_cpu_pct: meter.otherPct() }) as Record<`cpu_pct_${K}` | 'other_processes_cpu_pct', number>;
 }

@@ -8,22 +8,18 @@
  * Smaller runs: the NOTIFY_BENCH_* below.
  */
 import { setMaxListeners } from 'node:events';
-import { Client } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import { tsToMs } from '@temporalio/common/lib/time';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { DeliveryClient } from '../client/delivery-client';
 import type { DeliveryNotification } from '../contract/delivery-types';
-import { generateWebhookSecret } from '../provider/webhook-signature';
-import { ENTRY, ProcessGroup, removeWorkflowBundleFile, workflowBundleFile } from '../scripts/processes';
 import { freePort } from '../scripts/temporal-dev-server';
-import { createSimulator } from '../simulator/server';
-import { connectClient } from '../temporal/client-connection';
 import { deliveryRequest } from '../test/fixtures/orders';
 import { startReceiver } from '../test/helpers/notify-receiver';
-import { benchSettings, Cleanup, cpuSince, openLoop, pool, progressLog, sleep, summarize, type BenchmarkOutput } from './measure';
 import { FLOOR_TASK_QUEUE } from './floor-workflows';
+import { benchSettings, cpuSince, openLoop, pool, progressLog, sleep, summarize, type BenchmarkOutput } from './measure';
 import { notifyCharts } from './run-charts';
-import { frontendRequests, startBenchServer } from './temporal';
+import { benchStack, frontendRequests, ROOMY_LIMITS, startBenchServer, UNPACED_WORKER_ENV } from './temporal';
 
 const settings = benchSettings('NOTIFY');
 const DELIVERIES = settings.num('DELIVERIES', 1000);
@@ -102,16 +98,10 @@ async function floorPhases(temporal: Client, start: () => Promise<{ output(): st
 export async function notifyBenchmark(): Promise<BenchmarkOutput> {
   if (Math.min(DELIVERIES, QUIET_SECONDS, WEBHOOK_RATE, LOW_RATE, LATENCY_WEBHOOKS, OUTAGE_DELIVERIES, OUTAGE_SECONDS, KILL_WAIT_SECONDS) < 1) throw new Error('every NOTIFY_BENCH_* count must be at least 1');
   const metricsUrl = new URL(`http://127.0.0.1:${await freePort()}/metrics`);
-  const { server, watchdog } = await startBenchServer(progress, 40 * 60_000, ['--metrics-port', metricsUrl.port]);
-  const group = new ProcessGroup();
-  const cleanup = new Cleanup();
-  cleanup.add(() => server.stop());
-  cleanup.add(() => group.stopAll());
+  const stack = await benchStack(progress, (p, limitMs) => startBenchServer(p, limitMs, ['--metrics-port', metricsUrl.port]), 40 * 60_000);
+  const { server, cleanup } = stack;
   try {
-    const unlimited = { limit: 1_000_000 }; // pace is not what this measures
-    const sim = createSimulator({ rateLimits: { creations: unlimited, quotes: unlimited, other: unlimited }, onError: (m) => progress(`simulator: ${m}`) });
-    const { url: simUrl } = await sim.listen(0, '127.0.0.1');
-    cleanup.add(() => sim.close());
+    const { sim, url: simUrl } = await stack.simulator({ rateLimits: ROOMY_LIMITS }); // pace is not what this measures
     // The order system's endpoint; `down` makes it answer 503. Arrival times by `<deliveryId>:<status>`, first arrival only.
     const receiver = await startReceiver();
     cleanup.add(() => receiver.close());
@@ -124,28 +114,19 @@ export async function notifyBenchmark(): Promise<BenchmarkOutput> {
       if (!down && killAfter > 0 && --killAfter === 0) process.kill(worker.pid!, 'SIGKILL');
       return down ? 503 : 204;
     };
-    const common = { TEMPORAL_ADDRESS: server.address, TEMPORAL_NAMESPACE: server.namespace, DELIVERY_API_URL: simUrl, DELIVERY_API_KEY: 'sandbox-key' };
     progress('bundling the workflows, starting the worker, the bridge and the order worker...');
-    const bundle = await workflowBundleFile();
-    cleanup.add(removeWorkflowBundleFile);
-    const limits = { PROVIDER_PACING: 'task-queue', PROVIDER_RATE_LIMITS: 'creations=100000/1s,quotes=100000/1s,other=100000/1s', DELIVERY_API_CONNECTIONS: '64' };
     const notify = { DELIVERY_NOTIFY_ENDPOINTS: `orders=${receiver.url}`, DELIVERY_NOTIFY_SECRETS: `orders=${receiver.secret}`, DELIVERY_NOTIFY_RETRY_SCHEDULE: RETRY_SCHEDULE };
-    const workerEnv = { ...common, ...limits, ...notify, DELIVERY_TASK_QUEUE: TASK_QUEUE, WORKER_WORKFLOW_BUNDLE: bundle, LOG_LEVEL: 'WARN' };
-    // Logs go to files (deleted at the end), not through this process.
-    const start = (name: 'worker' | 'bridge', env: NodeJS.ProcessEnv) => group.start({ name, ...ENTRY[name], env, isolated: true, logFile: true }).then((p) => (cleanup.add(() => p.removeLog()), p));
+    const workerEnv = { ...UNPACED_WORKER_ENV, ...notify, DELIVERY_TASK_QUEUE: TASK_QUEUE, WORKER_WORKFLOW_BUNDLE: await stack.bundle(), LOG_LEVEL: 'WARN' };
+    const start = (name: 'worker', env: NodeJS.ProcessEnv) => stack.start(name, simUrl, env);
     let worker = await start('worker', workerEnv);
-    const secret = generateWebhookSecret();
-    const bridge = await start('bridge', { ...common, DELIVERY_WEBHOOK_SECRETS: secret, BRIDGE_HOST: '127.0.0.1', BRIDGE_PORT: '0', BRIDGE_ADMIN_PORT: '0' });
-    sim.setWebhookEndpoint({ url: /^bridge: listening on (\S+)/m.exec(bridge.output())![1]!, secret });
+    const { process: bridge } = await stack.bridge(simUrl, sim);
 
     const orderConnection = await NativeConnection.connect({ address: server.address });
     cleanup.add(() => orderConnection.close());
     const orderWorker = await Worker.create({ connection: orderConnection, namespace: server.namespace, taskQueue: ORDER_QUEUE, workflowsPath: require.resolve('../test/temporal/fixtures/order-workflows') });
     const orderRun = orderWorker.run();
     cleanup.add(() => (orderWorker.shutdown(), orderRun));
-    const connection = await connectClient({ address: server.address });
-    cleanup.add(() => connection.close());
-    const temporal = new Client({ connection, namespace: server.namespace });
+    const temporal = await stack.client();
     const deliveries = new DeliveryClient({ temporal, taskQueue: TASK_QUEUE });
 
     /** Each reference's provider delivery id, once the provider has created it. */
@@ -242,7 +223,7 @@ export async function notifyBenchmark(): Promise<BenchmarkOutput> {
       });
     });
     progress(`Temporal's floor: the same changes through relays with no code of ours, by signal, then by an activity...`);
-    const startFloor = () => group.start({ name: 'floor', entry: 'bench/floor-worker.ts', ready: /^floor: ready/m, env: common, isolated: true, logFile: true }).then((p) => (cleanup.add(() => p.removeLog()), p));
+    const startFloor = () => stack.processes.start({ name: 'floor', entry: 'bench/floor-worker.ts', ready: /^floor: ready/m, env: stack.env(simUrl), isolated: true, logFile: true }).then((p) => (cleanup.add(() => p.removeLog()), p));
     const floor = await floorPhases(temporal, startFloor, Math.min(LATENCY_WEBHOOKS, DELIVERIES), DELIVERIES / 2);
 
     // Part 3: the receiver down while deliveries advance to the end, then back; again with the worker killed while it sends.
@@ -303,7 +284,6 @@ export async function notifyBenchmark(): Promise<BenchmarkOutput> {
     };
     return { figures, charts: notifyCharts({ latency, rates: [WEBHOOK_RATE, LOW_RATE], cpu: { title: `${DELIVERIES} open deliveries, nothing changing: CPU over ${QUIET_SECONDS} s`, told: quiet, watched } }) };
   } finally {
-    await cleanup.run(progress);
-    clearTimeout(watchdog);
+    await stack.close();
   }
 }

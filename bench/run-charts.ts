@@ -8,12 +8,16 @@ export interface RunSeries {
   points: readonly (readonly [number, number])[];
 }
 
-/** p50, p90 and p99 of each way of signalling (e.g. 'bridge at 200/s', 'raw signals, one at a time'), side by side. */
-export function webhooksCharts(ack: readonly { label: string; latencies: readonly number[] }[]): Record<string, string> {
-  const sorted = ack.map((a) => [...a.latencies].sort((x, y) => x - y));
-  const series = ack.map((a, i) => `${a.label} (${sorted[i]!.length})`);
+/** p50, p90 and p99 of each sample set side by side, each named with its count: a bar chart. */
+function percentileBars(title: string, sets: readonly { label: string; latencies: readonly number[] }[]): string {
+  const sorted = sets.map((a) => [...a.latencies].sort((x, y) => x - y));
   const groups = [0.5, 0.9, 0.99].map((p) => ({ label: `p${Math.round(p * 100)}`, values: sorted.map((s) => (s.length ? percentile(s, p) : 0)) }));
-  return { ack: barChart({ title: 'acknowledgement latency: the bridge beside raw signals', xLabel: "percentile of the run's samples", yLabel: 'ms', series, groups }) };
+  return barChart({ title, xLabel: "percentile of the run's samples", yLabel: 'ms', series: sets.map((a, i) => `${a.label} (${sorted[i]!.length})`), groups });
+}
+
+/** Each way of signalling (e.g. 'bridge at 200/s', 'raw signals, one at a time'), side by side. */
+export function webhooksCharts(ack: readonly { label: string; latencies: readonly number[] }[]): Record<string, string> {
+  return { ack: percentileBars('acknowledgement latency: the bridge beside raw signals', ack) };
 }
 
 /** The scale run's worker memory and signal → status latency over the run. */
@@ -38,12 +42,10 @@ export function notifyCharts(o: { latency: { worst: Paths; low: Paths }; rates: 
   const paths = [['signal', 'signal (in the order workflow\'s history)'], ['http', 'HTTP (at the receiver)']] as const;
   const first = Math.min(...paths.flatMap(([k]) => o.latency.worst[k].map((x) => x[0])));
   const series = paths.map(([k, name]) => ({ name, points: [...o.latency.worst[k]].sort((a, b) => a[0] - b[0]).map(([t, ms]) => [(t - first) / 1000, ms] as const) }));
-  const sorted = paths.map(([k]) => o.latency.low[k].map((x) => x[1]).sort((x, y) => x - y));
-  const groups = [0.5, 0.9, 0.99].map((p) => ({ label: `p${Math.round(p * 100)}`, values: sorted.map((s) => (s.length ? percentile(s, p) : 0)) }));
   const parts = { cpu_pct_worker: 'worker', cpu_pct_temporal: 'Temporal dev server', cpu_pct_bench_process: 'order side, or the watching process' } as const;
   return {
     'latency-worst': lineChart({ title: `provider webhook → order system at ${o.rates[0]} changes/s, by when each was sent`, xLabel: 'seconds since the first change', yLabel: 'ms', series }),
-    'latency-low': barChart({ title: `provider webhook → order system at ${o.rates[1]} changes/s`, xLabel: "percentile of the run's samples", yLabel: 'ms', series: paths.map(([, name], i) => `${name} (${sorted[i]!.length})`), groups }),
+    'latency-low': percentileBars(`provider webhook → order system at ${o.rates[1]} changes/s`, paths.map(([k, label]) => ({ label, latencies: o.latency.low[k].map((x) => x[1]) }))),
     cpu: barChart({
       title: o.cpu.title,
       xLabel: 'process',

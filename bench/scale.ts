@@ -18,7 +18,7 @@ import { ENTRY, type RunningProcess } from '../scripts/processes';
 import type { Simulator } from '../simulator/server';
 import { dataConverterFromEnv, generatePayloadKey } from '../temporal/payload-codec';
 import { deliveryRequest } from '../test/fixtures/orders';
-import { benchSettings, percentile, pool, processCpuSeconds, processMemoryMiB, progressLog, shuffled, sleep, ticker, type BenchmarkOutput } from './measure';
+import { benchSettings, p50p99, pool, processCpuSeconds, processMemoryMiB, progressLog, shuffled, sleep, ticker, type BenchmarkOutput } from './measure';
 import { scaleCharts, type RunSeries } from './run-charts';
 import { benchStack, rateLimitsEnv, startBenchServer } from './temporal';
 
@@ -241,9 +241,7 @@ async function statusLatency(w: Worker, sim: Simulator, probe: Client, sample: s
   } finally {
     stopTick();
   }
-  latencies.sort((a, b) => a - b);
-  const prefix = `${tagOf(w.config)}${cached ? '_cached' : ''}`;
-  return { [`${prefix}_status_p50_ms`]: percentile(latencies, 0.5, 1), [`${prefix}_status_p99_ms`]: percentile(latencies, 0.99, 1) };
+  return p50p99(`${tagOf(w.config)}${cached ? '_cached' : ''}_status`, latencies, 1);
 }
 
 /** The `status` query, asked again when it times out (the workflow's pending task not handled in time) until `deadline` (performance.now() time). */

@@ -8,9 +8,11 @@ import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, type DataConverter } from '@temporalio/client';
-import type { RateLimit } from '../provider/limits';
-import { ProcessGroup, removeWorkflowBundleFile, workflowBundleFile, type ProcessGroupOptions } from '../scripts/processes';
-import { createSimulator, type SimulatorOptions } from '../simulator/server';
+import type { temporal } from '@temporalio/proto';
+import { PROVIDER_RATE_LIMITS, type CallFamily, type RateLimit } from '../provider/limits';
+import { generateWebhookSecret } from '../provider/webhook-signature';
+import { ENTRY, ProcessGroup, removeWorkflowBundleFile, workflowBundleFile, type ProcessGroupOptions } from '../scripts/processes';
+import { createSimulator, type Simulator, type SimulatorOptions } from '../simulator/server';
 import { connectClient } from '../temporal/client-connection';
 import { Cleanup } from './measure';
 import { freeClusterPorts, TemporalCluster } from '../scripts/cluster/temporal-cluster';
@@ -83,8 +85,8 @@ type Started<S> = { cli: string; server: S & { address: string; namespace: strin
 
 /**
  * Temporal (from `start`, under its watchdog) and what a benchmark adds around it, each undone by
- * close(), last first: the process group of its workers and bridges, simulators in this process,
- * client connections, the workflow bundle built once for every worker.
+ * close(), last first: the process group of its workers and bridges (their logs in files, removed),
+ * simulators in this process, client connections, the workflow bundle built once for every worker.
  */
 export async function benchStack<S>(progress: (line: string) => void, start: (progress: (line: string) => void, timeLimitMs: number) => Promise<Started<S>>, timeLimitMs: number, group: ProcessGroupOptions = {}) {
   const cleanup = new Cleanup();
@@ -93,6 +95,17 @@ export async function benchStack<S>(progress: (line: string) => void, start: (pr
   cleanup.add(() => clearTimeout(watchdog));
   const processes = new ProcessGroup({ maxOutputChars: 200_000, ...group });
   cleanup.add(() => processes.stopAll());
+  /** What every worker and bridge of the run is told: this Temporal and the provider at `apiUrl`. */
+  const env = (apiUrl: string, apiKey = 'sandbox-key') => ({ TEMPORAL_ADDRESS: server.address, TEMPORAL_NAMESPACE: server.namespace, DELIVERY_API_URL: apiUrl, DELIVERY_API_KEY: apiKey });
+  /**
+   * A worker or a bridge as a process of its own, told `extra` besides; its log goes to a file (a bridge logs a line per
+   * webhook). `inherit`: it also reads this process's settings (a run's WORKER_* from the command line), else none of them.
+   */
+  const startProcess = async (kind: 'worker' | 'bridge', apiUrl: string, extra: NodeJS.ProcessEnv, o: { name?: string; inherit?: boolean } = {}) => {
+    const p = await processes.start({ name: o.name ?? kind, ...ENTRY[kind], isolated: !o.inherit, logFile: true, env: { ...env(apiUrl), ...extra } });
+    cleanup.add(() => p.removeLog());
+    return p;
+  };
   return {
     cli,
     server,
@@ -114,8 +127,16 @@ export async function benchStack<S>(progress: (line: string) => void, start: (pr
       cleanup.add(removeWorkflowBundleFile);
       return file;
     },
-    /** What every worker and bridge of the run is told: this Temporal and the provider at `apiUrl`. */
-    env: (apiUrl: string, apiKey = 'sandbox-key') => ({ TEMPORAL_ADDRESS: server.address, TEMPORAL_NAMESPACE: server.namespace, DELIVERY_API_URL: apiUrl, DELIVERY_API_KEY: apiKey }),
+    env,
+    start: startProcess,
+    /** A bridge on a free loopback port with a new webhook secret; `sim`'s webhooks, when given, are sent to it. */
+    async bridge(apiUrl: string, sim?: Simulator) {
+      const secret = generateWebhookSecret();
+      const process = await startProcess('bridge', apiUrl, { DELIVERY_WEBHOOK_SECRETS: secret, BRIDGE_HOST: '127.0.0.1', BRIDGE_PORT: '0', BRIDGE_ADMIN_PORT: '0' });
+      const url = bridgeUrl(process.output());
+      sim?.setWebhookEndpoint({ url, secret });
+      return { process, url, secret };
+    },
     close: () => cleanup.run(progress),
   };
 }
@@ -123,8 +144,23 @@ export async function benchStack<S>(progress: (line: string) => void, start: (pr
 /** PROVIDER_RATE_LIMITS for these limits, windows in ms. */
 export const rateLimitsEnv = (limits: Record<string, RateLimit>) => Object.entries(limits).map(([family, l]) => `${family}=${l.limit}/${l.windowMs}ms`).join(',');
 
+/** The provider's limits with every window shrunk by the simulator's time scale: what it enforces and the workers are told. */
+export const scaledLimits = (scale: number) =>
+  Object.fromEntries(Object.entries(PROVIDER_RATE_LIMITS).map(([family, l]) => [family, { limit: l.limit, windowMs: l.windowMs / scale }])) as Record<CallFamily, RateLimit>;
+
 /** A limit far above what any run needs, for each call family: benchmarks that do not measure pacing. */
 export const ROOMY_LIMITS = { creations: { limit: 1_000_000 }, quotes: { limit: 1_000_000 }, other: { limit: 1_000_000 } };
+/** A worker's settings for the same: Temporal's task-queue limit, raised as the simulator's are, and connections for a burst. */
+export const UNPACED_WORKER_ENV = { PROVIDER_PACING: 'task-queue', PROVIDER_RATE_LIMITS: 'creations=100000/1s,quotes=100000/1s,other=100000/1s', DELIVERY_API_CONNECTIONS: '64' };
+
+/** Every event of every run of a workflow (it may have continued as new), the oldest run first. */
+export async function histories(client: Client, workflowId: string): Promise<temporal.api.history.v1.IHistoryEvent[]> {
+  const runs: string[] = [];
+  for await (const run of client.workflow.list({ query: `WorkflowId = '${workflowId}'` })) runs.unshift(run.runId);
+  const events = [];
+  for (const runId of runs) events.push(...((await client.workflow.getHandle(workflowId, runId).fetchHistory()).events ?? []));
+  return events;
+}
 
 /** The URL a bridge started on port 0 listens on, from its ready line. */
 export const bridgeUrl = (output: string) => /^bridge: listening on (\S+)/m.exec(output)![1]!;

@@ -11,14 +11,13 @@ import { Agent, request } from 'undici';
 import { DeliveryClient } from '../client/delivery-client';
 import { statusQuery } from '../contract/delivery-messages';
 import { deliveryWorkflowId } from '../contract/workflow-ids';
-import { generateWebhookSecret, signWebhook } from '../provider/webhook-signature';
-import { ENTRY, type RunningProcess } from '../scripts/processes';
+import { signWebhook } from '../provider/webhook-signature';
 import type { Simulator } from '../simulator/server';
 import { deliveryRequest } from '../test/fixtures/orders';
-import { benchSettings, machineCpuSeconds, median, openLoop, pool, processCpuSeconds, progressLog, serial, sleep, summarize, type BenchmarkOutput } from './measure';
+import { benchSettings, cpuMeter, median, openLoop, p50p99, pool, progressLog, serial, sleep, type BenchmarkOutput } from './measure';
 import { startRawSignals, type RawTarget } from './raw-signals';
 import { webhooksCharts } from './run-charts';
-import { benchStack, bridgeUrl, ROOMY_LIMITS, startBenchServer } from './temporal';
+import { benchStack, ROOMY_LIMITS, startBenchServer, UNPACED_WORKER_ENV } from './temporal';
 
 const settings = benchSettings('WEBHOOKS');
 const DELIVERIES = settings.num('DELIVERIES', 100);
@@ -30,37 +29,21 @@ const SERIAL = settings.num('SERIAL', 200);
 const RECONCILE_DELIVERIES = settings.num('RECONCILE', 10);
 const RECONCILE_QUIET_MS = 5_000;
 const TASK_QUEUE = 'bench-webhooks';
-const PARTS = ['temporal', 'worker', 'bridge', 'raw_script', 'bench'] as const;
-type Part = (typeof PARTS)[number];
+type Part = 'temporal' | 'worker' | 'bridge' | 'raw_script' | 'bench';
 
 const progress = progressLog('webhooks');
 
 export async function webhooksBenchmark(): Promise<BenchmarkOutput> {
   if (Math.min(DELIVERIES, EVENTS_PER_DELIVERY, CONCURRENCY, ROUNDS, LATENCY_SECONDS, SERIAL, RECONCILE_DELIVERIES) < 1) throw new Error('every WEBHOOKS_BENCH_* count must be at least 1');
   const stack = await benchStack(progress, startBenchServer, 15 * 60_000);
-  const { server } = stack;
-  const children: RunningProcess[] = [];
-  stack.cleanup.add(async () => {
-    await stack.processes.stopAll();
-    children.forEach((c) => c.removeLog());
-  });
   try {
     const { sim, url } = await stack.simulator({ rateLimits: ROOMY_LIMITS });
-    const common = stack.env(url);
-    // Logs go to files, not through this process: the bridge logs a line per webhook.
-    const start = async (name: 'worker' | 'bridge', env: NodeJS.ProcessEnv) => {
-      const p = await stack.processes.start({ name, ...ENTRY[name], env: { ...common, ...env }, isolated: true, logFile: true });
-      children.push(p);
-      return p;
-    };
     progress('bundling the workflows once, then starting the worker, the bridge and the raw-signal script...');
-    // Creation pace is not what this benchmark measures: the engine's queue limit, raised as the simulator's are.
-    const worker = await start('worker', { DELIVERY_TASK_QUEUE: TASK_QUEUE, DELIVERY_API_CONNECTIONS: '64', PROVIDER_PACING: 'task-queue', PROVIDER_RATE_LIMITS: 'creations=100000/1s,quotes=100000/1s,other=100000/1s', WORKER_WORKFLOW_BUNDLE: await stack.bundle(), LOG_LEVEL: 'WARN' });
-    const secret = generateWebhookSecret();
-    const bridge = await start('bridge', { DELIVERY_WEBHOOK_SECRETS: secret, BRIDGE_HOST: '127.0.0.1', BRIDGE_PORT: '0', BRIDGE_ADMIN_PORT: '0' });
-    const webhookUrl = bridgeUrl(bridge.output());
-    const raw = await startRawSignals(stack.processes, common);
-    children.push(raw.service);
+    // Creation pace is not what this benchmark measures.
+    const worker = await stack.start('worker', url, { ...UNPACED_WORKER_ENV, DELIVERY_TASK_QUEUE: TASK_QUEUE, WORKER_WORKFLOW_BUNDLE: await stack.bundle(), LOG_LEVEL: 'WARN' });
+    const { process: bridge, url: webhookUrl, secret } = await stack.bridge(url);
+    const raw = await startRawSignals(stack.processes, stack.env(url));
+    stack.cleanup.add(() => raw.service.removeLog());
     // This process's own client: starts the deliveries, queries them; idle while load runs.
     const temporal = await stack.client();
     const deliveries = new DeliveryClient({ temporal, taskQueue: TASK_QUEUE });
@@ -93,7 +76,7 @@ export async function webhooksBenchmark(): Promise<BenchmarkOutput> {
     await viaBridge();
     await viaRaw();
 
-    const pids: Record<Part, number | undefined> = { temporal: server.process.pid, worker: worker.pid, bridge: bridge.pid, raw_script: raw.service.pid, bench: process.pid };
+    const pids: Record<Part, number | undefined> = { temporal: stack.server.process.pid, worker: worker.pid, bridge: bridge.pid, raw_script: raw.service.pid, bench: process.pid };
     const cpu = { bridge_rounds: cpuMeter(pids), raw_rounds: cpuMeter(pids), ack_phase: cpuMeter(pids), propagation_phase: cpuMeter(pids) };
     const bridgeRates: number[] = [];
     const rawRates: number[] = [];
@@ -129,7 +112,6 @@ export async function webhooksBenchmark(): Promise<BenchmarkOutput> {
     const [bridgeRate, rawRate] = [median(bridgeRates), median(rawRates)];
     const events = ROUNDS * DELIVERIES * EVENTS_PER_DELIVERY;
     const perEvent = (side: 'bridge_rounds' | 'raw_rounds', parts: Part[]) => Object.fromEntries(parts.map((p) => [`${side}_cpu_ms_per_event_${p}`, Number(((cpu[side].seconds[p] * 1000) / events).toFixed(3))]));
-    const p50p99 = (name: string, ms: number[]) => ({ [`${name}_p50_ms`]: summarize(ms).p50, [`${name}_p99_ms`]: summarize(ms).p99 });
     const figures = {
       bridge_webhooks_per_second: Math.round(bridgeRate),
       raw_signals_per_second: Math.round(rawRate),
@@ -161,26 +143,6 @@ export async function webhooksBenchmark(): Promise<BenchmarkOutput> {
   } finally {
     await stack.close();
   }
-}
-
-/** CPU seconds (/proc) over the spans it measures: each process's, and the machine's busy and in all. */
-function cpuMeter(pids: Record<Part, number | undefined>) {
-  const read = () => ({ ...(Object.fromEntries(PARTS.map((p) => [p, processCpuSeconds(pids[p]) ?? 0])) as Record<Part, number>), ...machineCpuSeconds()! });
-  const seconds = { temporal: 0, worker: 0, bridge: 0, raw_script: 0, bench: 0, busy: 0, total: 0 };
-  const ours = () => PARTS.reduce((sum, p) => sum + seconds[p], 0);
-  return {
-    seconds,
-    ours,
-    /** Busy time of the machine not spent by any process of this benchmark (% of all its cores): other people's work on shared cores. */
-    otherPct: () => Math.round((100 * Math.max(0, seconds.busy - ours())) / seconds.total),
-    async span<T>(run: () => Promise<T>): Promise<T> {
-      const before = read();
-      const out = await run();
-      const after = read();
-      for (const k of Object.keys(seconds) as (keyof typeof seconds)[]) seconds[k] += after[k] - before[k];
-      return out;
-    },
-  };
 }
 
 /** Starts a delivery and waits until it follows its delivery at the provider. */

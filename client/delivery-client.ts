@@ -16,7 +16,7 @@ import {
   type WorkflowHandle,
 } from '@temporalio/client';
 import { connectClient } from '../temporal/client-connection';
-import { ApplicationFailure, CancelledFailure, TerminatedFailure } from '@temporalio/common';
+import { CancelledFailure, TerminatedFailure } from '@temporalio/common';
 import { ProviderClient } from '../provider/client';
 import { providerConfigFromEnv, type ProviderConfig } from '../provider/config';
 import { pickupTimeIssues } from '../provider/rules';
@@ -36,6 +36,7 @@ import { deliveryStartOptions } from '../workflows/start-options';
 import { quoteFingerprint } from '../workflows/quote-fingerprint';
 import * as SearchAttributes from '../contract/search-attributes';
 import { deliveryPriority } from '../contract/priorities';
+import { failureTypeIn, reasonOf } from '../contract/failure-cause';
 import { deliveryWorkflowId, referenceFromWorkflowId } from '../contract/workflow-ids';
 import { dataConverterFromEnv } from '../temporal/payload-codec';
 import type { NotifySettings } from '../contract/notification-types';
@@ -323,18 +324,10 @@ function validateStart(order: DeliveryOrder, options: StartOptions, nowMs: numbe
 
 /** Turns Temporal's failure wrappers into the reason a person needs. */
 function explainFailure(err: unknown): unknown {
-  if (err instanceof WorkflowUpdateFailedError) return new DeliveryRequestRejectedError(err.cause?.message ?? err.message, typeOf(err.cause));
-  if (err instanceof WorkflowFailedError) {
-    let cause: unknown = err.cause;
-    while (cause && !(cause instanceof ApplicationFailure) && (cause as { cause?: unknown }).cause) cause = (cause as { cause?: unknown }).cause;
-    const message = (cause as Error | undefined)?.message ?? err.message;
-    return new DeliveryRequestRejectedError(message, typeOf(cause));
+  if (err instanceof WorkflowUpdateFailedError || err instanceof WorkflowFailedError) {
+    return new DeliveryRequestRejectedError(reasonOf(err.cause)?.message ?? err.message, failureTypeIn(err.cause));
   }
   return err;
-}
-
-function typeOf(failure: unknown): string | undefined {
-  return failure instanceof ApplicationFailure ? (failure.type ?? undefined) : undefined;
 }
 
 /** Ends early when `signal` aborts; its listener is removed either way (one per poll would pile up on a long watch). */

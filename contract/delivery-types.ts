@@ -1,4 +1,4 @@
-// contract/: what workflows, activities and clients share (types, messages, failure types, IDs, task queues, search attributes); imports only provider/.
+// contract/: what workflows, activities and clients share (types, messages, failure types and the walk of a failure's causes, IDs, task queues, search attributes); imports only provider/.
 /**
  * The delivery's data shapes: its input, state, timeline and result, shared by the workflow, the
  * activities, the bridge, the client library and the CLI. Workflow inputs carry no secrets: keys

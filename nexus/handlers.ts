@@ -16,6 +16,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { z } from 'zod';
 import { deliveryInputIssues } from '../activities/start-checks';
 import { WORKFLOW_FAILURE_TYPES } from '../contract/failures';
+import { applicationFailureIn } from '../contract/failure-cause';
 import { approveQuoteUpdate, rejectQuoteUpdate, statusQuery, updateDeliveryUpdate } from '../contract/delivery-messages';
 import type { DeliveryState } from '../contract/delivery-types';
 import { DeliveryOrderSchema } from '../contract/schemas';
@@ -78,13 +79,6 @@ export function checkCreateDelivery(input: CreateDeliveryInput, nowMs = Date.now
   if (issues.length > 0) throw invalidInput(issues);
 }
 
-/** The first ApplicationFailure in a failure's cause chain: the reason a person needs. */
-function applicationCause(err: unknown): Error | undefined {
-  let cause = err;
-  while (cause instanceof Error && !(cause instanceof ApplicationFailure)) cause = cause.cause;
-  return cause instanceof ApplicationFailure ? cause : undefined;
-}
-
 export const deliveriesServiceHandler = nexus.serviceHandler(deliveriesService, {
   async quote(ctx, order) {
     const parsed = parse(DeliveryOrderSchema, order, 'order.');
@@ -102,7 +96,7 @@ export const deliveriesServiceHandler = nexus.serviceHandler(deliveriesService, 
       });
     } catch (err) {
       if (err instanceof WorkflowExecutionAlreadyStartedError) return getClient().workflow.getHandle<typeof quoteOnly>(`quote:nexus:${ctx.requestId}`).result();
-      if (err instanceof WorkflowFailedError) throw new nexus.OperationError('failed', applicationCause(err)?.message ?? err.message, { cause: applicationCause(err) ?? err.cause });
+      if (err instanceof WorkflowFailedError) throw new nexus.OperationError('failed', applicationFailureIn(err)?.message ?? err.message, { cause: applicationFailureIn(err) ?? err.cause });
       throw err;
     }
   },

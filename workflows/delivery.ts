@@ -31,6 +31,7 @@ import type { CallFamily } from '../provider/limits';
 import type { CreateDeliveryRequest, DeliveryRecord, Quote, UpdateDeliveryRequest } from '../provider/schemas';
 import { describeIssues, fieldIssues } from '../provider/validation';
 import { NON_RETRYABLE_PROVIDER_FAILURES, PROVIDER_FAILURE_TYPES, WORKFLOW_FAILURE_TYPES } from '../contract/failures';
+import { applicationFailureIn, failureTypeIn } from '../contract/failure-cause';
 import { approveQuoteUpdate, rejectQuoteUpdate, statusChangedSignal, statusQuery, updateDeliveryUpdate } from '../contract/delivery-messages';
 import { type DeliveryResult, type DeliveryState, type DeliveryWorkflowInput, type CarriedQuote, type FollowUpSettings, type StatusChange, type TimelineEntry } from '../contract/delivery-types';
 import { DeliveryId, DeliveryStatus, QuotedPrice } from '../contract/search-attributes';
@@ -208,7 +209,7 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
       try {
         record = await act.other.updateDelivery.executeWithOptions(act.labelled('other', `update ${fields.join(', ')}`), [{ deliveryId: state.deliveryId!, patch }]);
       } catch (err) {
-        const failureType = failureTypeOf(err);
+        const failureType = failureTypeIn(err);
         tell('update.refused', { subject: 'update', fields, failureType }, tracker.note(now(), `update of ${fields.join(', ')} refused${failureType ? ` (${failureType})` : ''}`));
         throw err;
       }
@@ -229,7 +230,7 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
   } catch (err) {
     if (err instanceof ContinueAsNew) throw err;
     if (isCancellation(err) && state.deliveryId !== undefined) await endGrace(); // cancelled at the provider: late statuses still count
-    await end(isCancellation(err) ? 'cancelled' : 'failed', undefined, failureTypeOf(err));
+    await end(isCancellation(err) ? 'cancelled' : 'failed', undefined, failureTypeIn(err));
     throw err;
   }
 
@@ -465,7 +466,7 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
       setPhase('ended');
     } catch (err) {
       if (!isConflict(err)) throw err;
-      const reason = (err as { cause?: { message?: string } }).cause?.message ?? 'the provider refused';
+      const reason = applicationFailureIn(err)?.message ?? 'the provider refused';
       state.cancellation = { requestedAt, outcome: 'refused', reason };
       tell('cancellation.outcome', { subject: 'cancellation', cancellation: state.cancellation }, tracker.note(now(), `the provider refused to cancel (${reason}); following the delivery to its end`));
       setPhase('following');
@@ -481,17 +482,8 @@ function sourceOf(e: TimelineEntry): NotificationChange['source'] {
   return e.source === 'workflow' ? undefined : e.source;
 }
 
-/** The ApplicationFailure type behind an activity's or the workflow's failure, if any. */
-function failureTypeOf(err: unknown): string | undefined {
-  for (let e: unknown = err; e; e = (e as { cause?: unknown }).cause) {
-    if (e instanceof ApplicationFailure) return e.type ?? undefined;
-  }
-  return undefined;
-}
-
 function isConflict(err: unknown): boolean {
-  const cause = (err as { cause?: unknown }).cause;
-  return cause instanceof ApplicationFailure && cause.type === PROVIDER_FAILURE_TYPES.conflict;
+  return failureTypeIn(err) === PROVIDER_FAILURE_TYPES.conflict;
 }
 
 /**

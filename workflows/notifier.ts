@@ -7,9 +7,10 @@
  * dead target never delays the following of the provider. The loops run in non-cancellable
  * scopes, so a cancelled delivery still tells of its cancellation and its end.
  */
-import { type ActivityOptions, ActivityFailure, ApplicationFailure, CancellationScope, condition, getExternalWorkflowHandle, proxyActivities, sleep, workflowInfo } from '@temporalio/workflow';
+import { type ActivityOptions, CancellationScope, condition, getExternalWorkflowHandle, proxyActivities, sleep, workflowInfo } from '@temporalio/workflow';
 import type { NotifyActivities } from '../activities/notify-activities';
 import { NOTIFY_FAILURE_TYPES } from '../contract/failures';
+import { failureTypeIn, reasonOf } from '../contract/failure-cause';
 import { DEFAULT_NOTIFY_SIGNAL, type NotifySettings } from '../contract/notification-types';
 import type { DeliveryNotification, NotifierSnapshot } from '../contract/delivery-types';
 import type { TimelineEntry } from '../contract/delivery-types';
@@ -106,11 +107,10 @@ export class Notifier {
       );
       return undefined;
     } catch (err) {
-      const cause = err instanceof ActivityFailure ? err.cause : err;
-      const type = cause instanceof ApplicationFailure ? cause.type : undefined;
+      const type = failureTypeIn(err);
       if (type === NOTIFY_FAILURE_TYPES.endpointGone) return { fate: 'gone', why: `endpoint ${t.endpoint} answered 410 Gone` };
       if (type === NOTIFY_FAILURE_TYPES.endpointUnknown) return { fate: 'failed', why: `endpoint ${t.endpoint} is not configured on the worker` };
-      return { fate: 'failed', why: `endpoint ${t.endpoint} failed for ${GIVE_UP_AFTER} (${(cause as Error)?.message ?? 'no answer'})` };
+      return { fate: 'failed', why: `endpoint ${t.endpoint} failed for ${GIVE_UP_AFTER} (${reasonOf(err)?.message ?? 'no answer'})` };
     }
   }
 }

@@ -71,6 +71,13 @@ async function workersOfB(stack: Stack, b: DeploymentVersion, p = pacing): Promi
   return { workers, provider };
 }
 
+/** A describe's teardown: B's workers and their provider client, then the stack (either may not have started). */
+async function stopAll(stack: Stack | undefined, onB: { workers: RunningWorkers; provider: ProviderClient } | undefined): Promise<void> {
+  await onB?.workers.stop();
+  await onB?.provider.close();
+  await stack?.stop();
+}
+
 async function start(stack: Stack, references: string[], tag: string): Promise<void> {
   await Promise.all(references.map((reference, i) => stack.deliveries.startDelivery(order(tag, i), { reference })));
 }
@@ -133,11 +140,7 @@ describe('a replay-incompatible build shipped while deliveries are in flight', (
   const { a, b } = versions();
   let stack: Stack;
   let onB: { workers: RunningWorkers; provider: ProviderClient } | undefined;
-  afterAll(async () => {
-    await onB?.workers.stop();
-    await onB?.provider.close();
-    await stack?.stop();
-  });
+  afterAll(() => stopAll(stack, onB));
 
   it(`finishes every delivery started on A on A, starts new ones on B, and reports A drained so its workers can stop`, async () => {
     stack = await stackOnA(a, {});
@@ -195,11 +198,7 @@ describe('a switch with a backlog waiting at the pacing gate', () => {
   const tight = { ...pacing, limits: { ...scaled, creations: { limit: 5, windowMs: 1_000 } } };
   let stack: Stack;
   let onB: { workers: RunningWorkers; provider: ProviderClient } | undefined;
-  afterAll(async () => {
-    await onB?.workers.stop();
-    await onB?.provider.close();
-    await stack?.stop();
-  });
+  afterAll(() => stopAll(stack, onB));
 
   it('keeps every rolling window, gets no 429 and creates every order once, with deliveries pinned to two versions sharing one gate', async () => {
     stack = await stackOnA(a, { rateLimits: { creations: { limit: 5 } } }, tight);
@@ -231,11 +230,7 @@ describe('an aborted rollout', () => {
   const { a, b } = versions();
   let stack: Stack;
   let onB: { workers: RunningWorkers; provider: ProviderClient } | undefined;
-  afterAll(async () => {
-    await onB?.workers.stop();
-    await onB?.provider.close();
-    await stack?.stop();
-  });
+  afterAll(() => stopAll(stack, onB));
 
   it('returns to A with nothing lost, from a ramp and from a switch', async () => {
     stack = await stackOnA(a, {});
