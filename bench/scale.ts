@@ -7,6 +7,8 @@
  * `status` query latency on random and on just-touched deliveries; 4. stale signals until handled;
  * 5. the same with a fresh, warmed worker of each further configuration. SCALE_BENCH_* below.
  */
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
 import { ServiceError, type Client, type WorkflowHandle } from '@temporalio/client';
 import { z } from 'zod';
 import { DeliveryClient } from '../client/delivery-client';
@@ -20,7 +22,7 @@ import { dataConverterFromEnv, generatePayloadKey } from '../temporal/payload-co
 import { deliveryRequest } from '../test/fixtures/orders';
 import { benchSettings, p50p99, pool, processCpuSeconds, processMemoryMiB, progressLog, shuffled, sleep, ticker, type BenchmarkOutput } from './measure';
 import { scaleCharts, type RunSeries } from './run-charts';
-import { benchStack, rateLimitsEnv, startBenchServer } from './temporal';
+import { benchStack, rateLimitsEnv, startBenchCluster, startBenchServer } from './temporal';
 
 const { num } = benchSettings('SCALE');
 const DELIVERIES = num('DELIVERIES', 10_000);
@@ -76,15 +78,20 @@ export async function scaleBenchmark(): Promise<BenchmarkOutput> {
     progress(`the worker ${name} exited (${how}):\n${stack.processes.tail(3_000)}`);
     process.exit(1);
   };
-  const stack = await benchStack(progress, startBenchServer, TIME_LIMIT_MS, { maxOutputChars: 100_000, onUnexpectedExit });
+  const onCluster = process.env.BENCH_TEMPORAL === 'cluster'; // `--cluster`: the Temporal of `npm run cluster`, on PostgreSQL
+  const options = { maxOutputChars: 100_000, onUnexpectedExit };
+  const stack = onCluster ? await benchStack(progress, startBenchCluster, TIME_LIMIT_MS, options) : await benchStack(progress, startBenchServer, TIME_LIMIT_MS, options);
   const { server: dev, processes: group } = stack;
+  const serverPids = () => ('pids' in dev ? dev.pids() : [dev.process.pid!]);
+  /** PostgreSQL's tables and indexes as their files' sizes (a relation's file grows when a page is added, before any checkpoint). */
+  const postgresBytes = () => ('postgresDataDir' in dev ? Number(execFileSync('du', ['-sb', join(dev.postgresDataDir, 'base')], { encoding: 'utf8' }).split('\t')[0]) : NaN);
   let worker: Worker | undefined;
   const figures: Record<string, number | string> = { deliveries: DELIVERIES, destinations_per_delivery: DESTINATIONS };
   const workers: Worker[] = [];
   const latencySeries: RunSeries[] = [];
   try {
     // However this process ends (the watchdog, a signal), no child outlives it.
-    process.once('exit', () => [worker?.process.child, dev.process].forEach((child) => child?.kill('SIGKILL')));
+    process.once('exit', () => (worker?.process.child.kill('SIGKILL'), 'kill' in dev ? dev.kill() : dev.process.kill('SIGKILL')));
     for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => process.exit(130));
     const { sim, url } = await stack.simulator({ rateLimits: LIMITS, autoAdvanceMs: 0, logCap: 1_000 });
     const payloadKey = generatePayloadKey('scale');
@@ -92,7 +99,9 @@ export async function scaleBenchmark(): Promise<BenchmarkOutput> {
     // One connection per kind of caller, as separate processes would have.
     const [startClient, rawClient, probe] = await Promise.all([1, 2, 3].map(() => stack.client(dataConverter)));
     const references = Array.from({ length: DELIVERIES }, (_, i) => `SCALE-${i}`);
+    const bytes0 = postgresBytes();
     Object.assign(figures, await measureStarts(new DeliveryClient({ temporal: startClient!, taskQueue: TASK_QUEUE }), rawClient!, references));
+    const bytesStarted = postgresBytes();
 
     const env = { ...stack.env(url), DELIVERY_TASK_QUEUE: TASK_QUEUE, DELIVERY_PAYLOAD_KEYS: payloadKey, PROVIDER_RATE_LIMITS: rateLimitsEnv(LIMITS), PROVIDER_PACING: 'task-queue', WORKER_MAX_CONCURRENT_ACTIVITIES: '100', LOG_LEVEL: 'WARN' };
     const sampler = setInterval(() => worker?.process.running && worker.rss.push([runSeconds(performance.now()), Math.round(memory(worker).rss)]), 1_000);
@@ -113,7 +122,12 @@ export async function scaleBenchmark(): Promise<BenchmarkOutput> {
     };
 
     const first = await startWorker(WORKERS[0]!);
-    Object.assign(figures, await waitFollowing(sim, probe!, [first.process.pid, dev.process.pid], references));
+    Object.assign(figures, await waitFollowing(sim, probe!, first.process.pid, serverPids, references));
+    if (onCluster) {
+      // A start's share: both kinds of start write alike; then what creating and following added, per delivery.
+      const perStart = (bytesStarted - bytes0) / (DELIVERIES + RAW_STARTS);
+      Object.assign(figures, { postgres_bytes_per_start: Math.round(perStart), postgres_bytes_per_open_delivery: Math.round(perStart + (postgresBytes() - bytesStarted) / DELIVERIES) });
+    }
 
     const ids = new Map(sim.deliveries().map(({ delivery }) => [delivery.reference_number!, delivery.id]));
     let unmeasured: string[] = [];
@@ -174,9 +188,11 @@ async function measureStarts(deliveries: DeliveryClient, raw: Client, references
 }
 
 /** 2. Until the simulator holds every delivery and visibility counts every workflow as following it (creation's figures), then settled. */
-async function waitFollowing(sim: Simulator, probe: Client, pids: (number | undefined)[], references: string[]): Promise<Record<string, number>> {
+async function waitFollowing(sim: Simulator, probe: Client, workerPid: number | undefined, serverPids: () => number[], references: string[]): Promise<Record<string, number>> {
   const t0 = performance.now();
-  const cpu0 = pids.map((pid) => processCpuSeconds(pid)!);
+  // The server's CPU: the dev server, or every process of the cluster (PostgreSQL's backends too), summed.
+  const cpuNow = () => [processCpuSeconds(workerPid)!, serverPids().reduce((sum, pid) => sum + (processCpuSeconds(pid) ?? 0), 0)];
+  const cpu0 = cpuNow();
   const created = () => sim.context.store.size;
   // DeliveryStatus is set in the same workflow task that enters phase 'following'.
   const following = `WorkflowType = 'delivery' AND TaskQueue = '${TASK_QUEUE}' AND ExecutionStatus = 'Running' AND DeliveryStatus = 'CREATED'`;
@@ -191,20 +207,20 @@ async function waitFollowing(sim: Simulator, probe: Client, pids: (number | unde
     stopTick();
   }
   const seconds = (performance.now() - t0) / 1000;
-  const cpu = pids.map((pid, i) => processCpuSeconds(pid)! - cpu0[i]!);
+  const cpu = cpuNow().map((c, i) => c - cpu0[i]!);
   // Both still work off the tail of creation for a while: settle until they use under a tenth of a core over 5 s (at most 3 minutes).
   for (let waited = 5; waited <= 180; waited += 5) {
-    const before = pids.map((pid) => processCpuSeconds(pid)!);
+    const before = cpuNow();
     await sleep(5_000);
-    const use = Math.max(...pids.map((pid, i) => processCpuSeconds(pid)! - before[i]!)) / 5;
-    progress(`settling after creation: busiest of worker and dev server at ${(use * 100).toFixed(0)}% of a core over 5 s (${waited} s)`);
+    const use = Math.max(...cpuNow().map((c, i) => c - before[i]!)) / 5;
+    progress(`settling after creation: busiest of worker and Temporal at ${(use * 100).toFixed(0)}% of a core over 5 s (${waited} s)`);
     if (use < 0.1) break;
   }
   return {
     created_s: Number(seconds.toFixed(1)),
     created_per_second: Math.round(references.length / seconds),
     creation_cpu_s_worker: Math.round(cpu[0]!),
-    creation_cpu_s_dev_server: Math.round(cpu[1]!),
+    creation_cpu_s_temporal: Math.round(cpu[1]!),
   };
 }
 

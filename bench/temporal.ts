@@ -15,7 +15,7 @@ import { ENTRY, ProcessGroup, removeWorkflowBundleFile, workflowBundleFile, type
 import { createSimulator, type Simulator, type SimulatorOptions } from '../simulator/server';
 import { connectClient } from '../temporal/client-connection';
 import { Cleanup } from './measure';
-import { freeClusterPorts, TemporalCluster } from '../scripts/cluster/temporal-cluster';
+import { freeClusterPorts, SERVICE_PROCESSES, TemporalCluster } from '../scripts/cluster/temporal-cluster';
 import { ensureServerTools } from '../scripts/cluster/tools';
 import { ensureTemporalCli } from '../scripts/temporal-cli';
 import { startDevServer, type DevServer } from '../scripts/temporal-dev-server';
@@ -68,7 +68,10 @@ export async function startBenchServer(progress: (line: string) => void, timeLim
   return { cli, watchdog: timer, server };
 }
 
-export async function startBenchCluster(progress: (line: string) => void, timeLimitMs: number): Promise<{ cli: string; server: { address: string; namespace: string; stop(): Promise<void> }; watchdog: NodeJS.Timeout }> {
+/** A cluster's server processes, for CPU: its services and PostgreSQL with every backend it forked (the postmaster's children). */
+export type BenchCluster = { address: string; namespace: string; stop(): Promise<void>; kill(): void; pids(): number[]; postgresDataDir: string };
+
+export async function startBenchCluster(progress: (line: string) => void, timeLimitMs: number): Promise<{ cli: string; server: BenchCluster; watchdog: NodeJS.Timeout }> {
   const timer = watchdog(progress, timeLimitMs);
   const cli = await ensureTemporalCli(progress);
   const tools = await ensureServerTools(progress);
@@ -78,7 +81,12 @@ export async function startBenchCluster(progress: (line: string) => void, timeLi
   const cluster = new TemporalCluster({ tools, cli, dataDir, ports: await freeClusterPorts(false), log: progress });
   await cluster.start();
   const stop = () => cluster.stop().then(() => rmSync(dataDir, { recursive: true, force: true }));
-  return { cli, watchdog: timer, server: { address: cluster.address, namespace: cluster.namespace, stop } };
+  const pids = () => {
+    const postmaster = cluster.pidOf('postgresql');
+    const backends = readdirSync('/proc').filter((d) => /^\d+$/.test(d) && parentPid(Number(d)) === postmaster).map(Number);
+    return [...SERVICE_PROCESSES.map(({ name }) => cluster.pidOf(name)), postmaster, ...backends].filter((pid): pid is number => pid !== undefined);
+  };
+  return { cli, watchdog: timer, server: { address: cluster.address, namespace: cluster.namespace, stop, kill: () => cluster.killAll(), pids, postgresDataDir: cluster.postgres.dataDir } };
 }
 
 type Started<S> = { cli: string; server: S & { address: string; namespace: string; stop(): Promise<void> }; watchdog: NodeJS.Timeout };
@@ -174,4 +182,13 @@ export async function frontendRequests(metricsUrl: URL): Promise<Record<string, 
     if (op && m[1]!.includes('service_name="frontend"')) out[op] = (out[op] ?? 0) + Number(m[2]);
   }
   return out;
+}
+
+function parentPid(pid: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+  } catch {
+    return undefined;
+  }
 }
