@@ -55,6 +55,7 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: Error) => {
-  console.error(err.stack ?? err.message);
+  // A Temporal ServiceError says what the server answered only in its cause.
+  for (let e: unknown = err; e instanceof Error; e = e.cause) console.error(e === err ? (err.stack ?? err.message) : `caused by: ${e.message}`);
   process.exit(1);
 });

@@ -91,7 +91,15 @@ export async function scaleBenchmark(): Promise<BenchmarkOutput> {
   const latencySeries: RunSeries[] = [];
   try {
     // However this process ends (the watchdog, a signal), no child outlives it.
-    process.once('exit', () => (worker?.process.child.kill('SIGKILL'), 'kill' in dev ? dev.kill() : dev.process.kill('SIGKILL')));
+    process.once('exit', () => {
+      worker?.process.child.kill('SIGKILL');
+      try {
+        if ('kill' in dev) dev.kill();
+        else dev.process.kill('SIGKILL');
+      } catch {
+        // already gone
+      }
+    });
     for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => process.exit(130));
     const { sim, url } = await stack.simulator({ rateLimits: LIMITS, autoAdvanceMs: 0, logCap: 1_000 });
     const payloadKey = generatePayloadKey('scale');
