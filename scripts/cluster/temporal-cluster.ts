@@ -380,6 +380,10 @@ export class TemporalCluster {
         if (!/already exists/i.test(err.message)) throw err;
       });
     }
+    // The frontend maps a new attribute to its column from its namespace cache, refreshed seconds later: until then a start
+    // naming it is refused (`has no mapping defined for search attribute`). A query naming every one passes once they are mapped.
+    const query = DELIVERY_SEARCH_ATTRIBUTES.map((key) => `${key.name} IS NULL`).join(' AND ');
+    await eventually(() => this.cli(['workflow', 'count', '--namespace', this.namespace, '--query', query]), 60_000, 'the search attributes to be mapped');
   }
 
   private async startUi(): Promise<Run> {
