@@ -309,7 +309,8 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
       }
       tracker.note(now(), input.quote.fingerprint === fingerprint ? 'the quote the order carries is about to expire: asking for a new one' : 'the quote the order carries is for other inputs: asking for a new one');
     }
-    return gate.call('quotes', request, { food: request.is_food, fingerprint, create: { maxPrice: input.maxPrice } });
+    // One answer when the creation goes out at once; the quote first only when it waits for a slot (its status says so meanwhile).
+    return gate.call('quotes', request, { food: request.is_food, fingerprint, create: { maxPrice: input.maxPrice, answerOnce: true } });
   }
 
   async function create(): Promise<DeliveryRecord> {

@@ -8,7 +8,8 @@
  * process) and waits for one `gateAnswer` signal: a quote, a delivery, a
  * failure that retrying cannot fix, `withdrawn`, or `again` (the gate continues as new without
  * its queue: ask its next run again, the place is kept). A quote asked with `create` that is
- * within the order's maximum price is followed by its creation at once, and answered with both.
+ * within the order's maximum price is followed by its creation at once, and answered with both
+ * (asked with `answerOnce`, by the creation's answer alone when the creation goes out at once).
  * A cancelled delivery signals `gateWithdraw`; a call already out is answered when it ends. Every
  * signal is sent by an activity through the worker's client; the answers go out in batches.
  *
@@ -29,7 +30,7 @@
  * delivery up by reference before creating (Idempotency-Key = the delivery's workflow ID).
  * `PROVIDER_PACING=task-queue` uses Temporal's task-queue rate limit instead (the comparison).
  */
-import { ActivityFailure, ApplicationFailure, CancellationScope, condition, continueAsNew, isCancellation, proxyActivities, proxyLocalActivities, setCurrentDetails, setHandler, TimeoutFailure, workflowInfo } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, CancellationScope, condition, continueAsNew, isCancellation, patched, proxyActivities, proxyLocalActivities, setCurrentDetails, setHandler, TimeoutFailure, workflowInfo } from '@temporalio/workflow';
 import type { GateActivities } from '../activities/gate-activities';
 import type { ProviderActivities } from '../activities/provider-activities';
 import type { CreateDeliveryRequest, DeliveryRecord, Quote } from '../provider/schemas';
@@ -39,6 +40,8 @@ import { GateState, type Addressed, type Call, type GateSnapshot, type Outcome }
 import { deliveryPriority } from '../contract/priorities';
 import { providerTaskQueues } from '../contract/task-queues';
 
+/** The gate upgrades in place: its runs that answered both the quote and the creation before keep doing so on replay. */
+const ONE_ANSWER_PATCH = 'gate-one-answer-for-quote-and-creation';
 /** How long an activity task may wait for a worker beyond its delay before the server drops it. */
 export const START_SLACK_MS = 5_000;
 const local = proxyLocalActivities<GateActivities>({ startToCloseTimeout: '10 seconds' });
@@ -51,7 +54,8 @@ const local = proxyLocalActivities<GateActivities>({ startToCloseTimeout: '10 se
 const { answerDeliveries } = proxyActivities<GateActivities>({ startToCloseTimeout: '10 seconds', retry: { initialInterval: '200 milliseconds', maximumInterval: '5 seconds' } });
 
 export async function pacingGate(input: { taskQueue: string; config: GateConfig; resume?: GateSnapshot }): Promise<never> {
-  const gate = new GateState(input.resume ?? GateState.empty(input.config).s);
+  // A run that answered quotes asked with `answerOnce` before this code existed goes on doing so.
+  const gate = new GateState(input.resume ?? GateState.empty(input.config).s, () => patched(ONE_ANSWER_PATCH));
   const outbox: Addressed[] = [];
   const inFlight = new Set<Promise<void>>();
   let changed = true;
@@ -119,7 +123,7 @@ async function makeCall(taskQueue: string, gate: GateState, call: Call): Promise
       outcome = { kind: 'answered', quote, answer: { n: req.n, quote, shared: false } };
     } else {
       const delivery = await act.createInGate({ request: req.order as CreateDeliveryRequest & { reference_number: string }, idempotencyKey: req.from, lookFirst: req.unclear }, timing);
-      outcome = { kind: 'answered', answer: { n: req.n, delivery, quote: req.quote } };
+      outcome = { kind: 'answered', answer: { n: req.n, delivery, quote: req.quote, ...(req.quoteShared && { shared: true }) } };
     }
   } catch (err) {
     outcome = outcomeOf(err, req.n);
