@@ -2,7 +2,7 @@
  * The pacing gate's messages (workflows/gate.ts), sent by local activities through the worker's
  * own client: a signal command would cost the sending workflow one more workflow task. The asks
  * of one worker process go to the gate together (activities/batched-sends.ts), and the gate's
- * answers go out in one batch.
+ * answers go out in one batch (a creation's answer goes with the creation: createInGate).
  */
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';

@@ -64,6 +64,17 @@ export type GateAnswer = { n: number } & (
   | { withdrawn: true }
 );
 
+/**
+ * What the gate gives its creation call (activities/provider-activities.ts createInGate): the
+ * answer for the asking workflow, which the activity sends itself once the delivery exists, so
+ * that no answer activity follows. The activity says whether it did (`told`); a worker that does
+ * not know this argument returns the record alone, and the gate answers as before.
+ */
+export interface CreationTell {
+  workflowId: string;
+  answer: { n: number; quote?: Quote; shared?: true };
+}
+
 /** The asks of one worker process, sent together (activities/batched-sends.ts says why). */
 export const gateRequestSignal = defineSignal<[GateRequest[]]>('gateRequest');
 export const gateWithdrawSignal = defineSignal<[{ from: string; n: number }]>('gateWithdraw');

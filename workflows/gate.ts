@@ -11,7 +11,8 @@
  * within the order's maximum price is followed by its creation at once, and answered with both
  * (asked with `answerOnce`, by the creation's answer alone when the creation goes out at once).
  * A cancelled delivery signals `gateWithdraw`; a call already out is answered when it ends. Every
- * signal is sent by an activity through the worker's client; the answers go out in batches.
+ * signal is sent by an activity through the worker's client; a creation's answer by the creation's
+ * own activity, the other answers in batches.
  *
  * Slots, in the Temporal server's time only. A call can reach the provider from when its
  * activity is scheduled (plus the delay it is given) until its schedule-to-close timeout; the
@@ -59,8 +60,8 @@ export async function pacingGate(input: { taskQueue: string; config: GateConfig;
   const outbox: Addressed[] = [];
   const inFlight = new Set<Promise<void>>();
   let changed = true;
-  const post = (to: string, answer: GateAnswer | undefined) => {
-    if (answer) outbox.push({ to, answer });
+  const post = (to: string, answer: GateAnswer | undefined, told = false) => {
+    if (answer && !told) outbox.push({ to, answer });
     if (answer) gate.answer(to, answer);
     changed = true;
   };
@@ -81,7 +82,7 @@ export async function pacingGate(input: { taskQueue: string; config: GateConfig;
       for (const call of gate.take(Date.now())) {
         track(
           makeCall(input.taskQueue, gate, call).then((answers) => {
-            answers.forEach((a) => post(a.to, a.answer));
+            answers.forEach((a) => post(a.to, a.answer, a.told));
             changed = true; // the call's slot changed, answered or not
           }),
         );
@@ -102,8 +103,8 @@ export async function pacingGate(input: { taskQueue: string; config: GateConfig;
   }
 }
 
-/** One call in its slot: scheduled now, sent at `notBefore` at the earliest, never after its schedule-to-close timeout. */
-async function makeCall(taskQueue: string, gate: GateState, call: Call): Promise<Addressed[]> {
+/** One call in its slot: scheduled now, sent at `notBefore` at the earliest, never after its schedule-to-close timeout. `told`: its activity sent that answer already. */
+async function makeCall(taskQueue: string, gate: GateState, call: Call): Promise<(Addressed & { told?: boolean })[]> {
   const { req } = call;
   const delayMs = Math.max(0, call.notBefore - Date.now());
   const act = proxyActivities<ProviderActivities>({
@@ -122,8 +123,12 @@ async function makeCall(taskQueue: string, gate: GateState, call: Call): Promise
       const quote = await act.quoteInGate(req.order, timing);
       outcome = { kind: 'answered', quote, answer: { n: req.n, quote, shared: false } };
     } else {
-      const delivery = await act.createInGate({ request: req.order as CreateDeliveryRequest & { reference_number: string }, idempotencyKey: req.from, lookFirst: req.unclear }, timing);
-      outcome = { kind: 'answered', answer: { n: req.n, delivery, quote: req.quote, ...(req.quoteShared && { shared: true }) } };
+      const answer = { n: req.n, quote: req.quote, ...(req.quoteShared && { shared: true as const }) };
+      // The activity answers the order itself (no answer activity after it); a worker of an older build returns the record alone.
+      const made = await act.createInGate({ request: req.order as CreateDeliveryRequest & { reference_number: string }, idempotencyKey: req.from, lookFirst: req.unclear }, timing, { workflowId: req.from, answer });
+      const [delivery, told] = 'told' in made ? [made.delivery, made.told] : [made, false];
+      outcome = { kind: 'answered', answer: { ...answer, delivery } };
+      if (told) return gate.done(call, outcome, Date.now()).map((a) => (a.to === req.from && 'delivery' in a.answer ? { ...a, told } : a));
     }
   } catch (err) {
     outcome = outcomeOf(err, req.n);
