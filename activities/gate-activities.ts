@@ -17,7 +17,7 @@ import { batchedSends, type BatchLimits } from './batched-sends';
  * each signal the gate receives is a billed action, and orders come in bursts. Nothing next to the
  * provider's pacing (a creation slot is 3 s at 20 a minute).
  */
-const ASK_LINGER_MS = 50;
+const ASK_LINGER_MS = 20;
 
 /**
  * One signal of asks at most: a request carries its order (0.6 KiB for one destination, over 100
