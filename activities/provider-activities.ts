@@ -88,9 +88,11 @@ export function createProviderActivities(provider: ProviderClient, o: { httpTime
 
     /**
      * A creation the pacing gate makes; the lookup by reference uses the other calls' budget. With
-     * `tell`, the activity answers the delivery workflow itself and says whether it did.
+     * `tell`, the activity answers the delivery workflow itself and says whether it did, and how
+     * long that took after the provider's answer (`afterCallMs`, the worker's monotonic clock): the
+     * gate's slot counts from the call's end, not from the tell's.
      */
-    createInGate: withProviderFailures(async ({ request, idempotencyKey, lookFirst }: CreateInGateInput, timing: SlotTiming, tell?: CreationTell): Promise<DeliveryRecord | { delivery: DeliveryRecord; told: boolean }> => {
+    createInGate: withProviderFailures(async ({ request, idempotencyKey, lookFirst }: CreateInGateInput, timing: SlotTiming, tell?: CreationTell): Promise<DeliveryRecord | { delivery: DeliveryRecord; told: boolean; afterCallMs: number }> => {
       const check = await inSlot(timing);
       let delivery = lookFirst ? await findEarlier(request.reference_number) : undefined;
       if (!delivery) {
@@ -100,7 +102,10 @@ export function createProviderActivities(provider: ProviderClient, o: { httpTime
         // The gate made the call: say for which delivery workflow (the key is its ID).
         Context.current().log.info('delivery created at the provider', { deliveryId: delivery.id, replayed: created.replayed, deliveryWorkflowId: idempotencyKey });
       }
-      return tell ? { delivery, told: await tellCreated(tell, delivery, check.leftMs()) } : delivery;
+      if (!tell) return delivery;
+      const called = now();
+      const told = await tellCreated(tell, delivery, check.leftMs());
+      return { delivery, told, afterCallMs: Math.round(now() - called) };
     }),
 
     getDelivery: withProviderFailures(async (deliveryId: string): Promise<DeliveryRecord> => provider.getDelivery(deliveryId, { signal: signal() })),

@@ -15,7 +15,7 @@ export type Addressed = { to: string; answer: GateAnswer };
 
 /** How a call ended, for pacing: which calls hold their slot for a window, and whose fault a failure was. */
 export type Outcome =
-  | { kind: 'answered'; quote?: Quote; answer: GateAnswer } // any answer from the provider but a 429 or a 5xx
+  | { kind: 'answered'; quote?: Quote; answer: GateAnswer; afterCallMs?: number } // any answer from the provider but a 429 or a 5xx; `afterCallMs`: the activity ran on this long after it
   | { kind: 'rate_limited'; retryAfterMs: number } // not counted by the provider
   | { kind: 'not_made' } // certainly never sent (the slot was missed)
   | { kind: 'unavailable' | 'unreachable' | 'unclear' }; // a 5xx, no answer, or a worker that died mid-call
@@ -40,6 +40,8 @@ const ANSWERED_LIMIT = 2_000;
 
 const key = (r: { from: string; n: number }) => `${r.from}#${r.n}`;
 const addressed = (to: string, answer: GateAnswer | undefined): Addressed[] => (answer ? [{ to, answer }] : []);
+/** How long before `now` the call certainly ended: the tell after a creation (a second at most, as createInGate bounds it). */
+const afterCall = (o: Outcome) => (o.kind === 'answered' ? Math.min(1_000, Math.max(0, o.afterCallMs ?? 0)) : 0);
 
 export class GateState {
   waiting: Waiting[] = [];
@@ -141,7 +143,7 @@ export class GateState {
     // Every call that may have reached the provider holds its slot for a window from when it certainly ended.
     if (outcome.kind === 'rate_limited' || outcome.kind === 'not_made') {
       if (call.notBefore > now) this.markBusy(family, call.notBefore); // the slot it took was not free yet
-    } else this.markBusy(family, now + w + this.s.config.marginMs);
+    } else this.markBusy(family, now - afterCall(outcome) + w + this.s.config.marginMs);
 
     const o = this.s.outage;
     const again = (r: Waiting): Addressed[] => (call.withdrawn ? [{ to: r.from, answer: { n: r.n, withdrawn: true } }] : (this.enqueue(r), []));

@@ -127,7 +127,7 @@ async function makeCall(taskQueue: string, gate: GateState, call: Call): Promise
       // The activity answers the order itself (no answer activity after it); a worker of an older build returns the record alone.
       const made = await act.createInGate({ request: req.order as CreateDeliveryRequest & { reference_number: string }, idempotencyKey: req.from, lookFirst: req.unclear }, timing, { workflowId: req.from, answer });
       const [delivery, told] = 'told' in made ? [made.delivery, made.told] : [made, false];
-      outcome = { kind: 'answered', answer: { ...answer, delivery } };
+      outcome = { kind: 'answered', answer: { ...answer, delivery }, ...('told' in made && { afterCallMs: made.afterCallMs }) };
       if (told) return gate.done(call, outcome, Date.now()).map((a) => (a.to === req.from && 'delivery' in a.answer ? { ...a, told } : a));
     }
   } catch (err) {

@@ -26,6 +26,18 @@ describe('GateState', () => {
     expect(ids(g.take(1_050))).toEqual(['wf-3']);
   });
 
+  it('holds a creation slot from when its call ended, not from when its activity ended after answering the order (a second at most)', () => {
+    const g = GateState.empty({ ...config, limits: { ...config.limits, creations: { limit: 1, windowMs: 1_000 } } });
+    g.request(req(1), 0);
+    g.request(req(2), 0);
+    const [c] = g.take(0);
+    g.done(c!, { ...ok(c!), afterCallMs: 30 }, 100); // the call ended at 70: busy until 70 + 1000 + 10
+    expect(g.nextChangeAt(100)).toBe(1_080);
+    const [d] = g.take(1_080);
+    g.done(d!, { ...ok(d!), afterCallMs: 60_000 }, 1_100); // never more than the tell's bound
+    expect(g.s.busyUntil.creations).toEqual([1_110]);
+  });
+
   it('schedules a call for a slot that frees within the lead time, to go out at the slot time', () => {
     const g = GateState.empty({ ...config, limits: { ...config.limits, creations: { limit: 1, windowMs: 1_000 } }, leadMs: 300 });
     g.request(req(1), 0);
