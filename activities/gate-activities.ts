@@ -2,7 +2,7 @@
  * The pacing gate's messages (workflows/gate.ts), sent by local activities through the worker's
  * own client: a signal command would cost the sending workflow one more workflow task. The asks
  * of one worker process go to the gate together (activities/batched-sends.ts), and the gate's
- * answers go out in one batch.
+ * answers go out in one batch (a creation's answer goes with the creation: createInGate).
  */
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
@@ -13,11 +13,18 @@ import { gateTaskQueue } from '../contract/task-queues';
 import { batchedSends, type BatchLimits } from './batched-sends';
 
 /**
+ * An ask that finds no other on its way waits this long for the asks of orders started with it:
+ * each signal the gate receives is a billed action, and orders come in bursts. Nothing next to the
+ * provider's pacing (a creation slot is 3 s at 20 a minute).
+ */
+const ASK_LINGER_MS = 20;
+
+/**
  * One signal of asks at most: a request carries its order (0.6 KiB for one destination, over 100
  * KiB for 100 with long addresses), and a payload should stay under the 512 KiB at which Temporal
  * warns (it refuses 2 MiB). A larger order goes alone, as it would unbatched.
  */
-const ASKS_PER_SIGNAL: BatchLimits<GateRequest> = { items: 50, bytes: 256 * 1024, sizeOf: (r) => Buffer.byteLength(JSON.stringify(r)) };
+const ASKS_PER_SIGNAL: BatchLimits<GateRequest> = { items: 50, bytes: 256 * 1024, sizeOf: (r) => Buffer.byteLength(JSON.stringify(r)), lingerMs: ASK_LINGER_MS };
 
 export function gateConfig(s: PacingSettings): GateConfig {
   return { limits: { creations: s.limits.creations, quotes: s.limits.quotes }, marginMs: s.marginMs, callTimeoutMs: s.callTimeoutMs, leadMs: s.leadMs, quoteMinRemainingMs: s.quoteMinRemainingMs, historyLimit: s.gateHistoryLimit };

@@ -5,9 +5,10 @@
  * activity's cancellation signal and turns provider errors into typed failures.
  */
 import { ApplicationFailure, Context } from '@temporalio/activity';
+import { WorkflowNotFoundError } from '@temporalio/client';
 import type { ProviderClient } from '../provider/client';
 import type { CreateDeliveryRequest, DeliveryRecord, Quote, UpdateDeliveryRequest } from '../provider/schemas';
-import { SLOT_MISSED } from '../contract/gate-messages';
+import { SLOT_MISSED, gateAnswerSignal, type CreationTell } from '../contract/gate-messages';
 import { withProviderFailures } from './failures';
 
 export interface CreateDeliveryInput {
@@ -27,14 +28,35 @@ export function createProviderActivities(provider: ProviderClient, o: { httpTime
   const signal = () => Context.current().cancellationSignal;
   // A slot is timed on the monotonic clock, never the wall clock, which may be off (docs/operations.md, "Clocks").
   const now = () => performance.now();
-  /** Waits for the slot, then returns a check to run right before each send. */
+  /** Waits for the slot, then returns a check to run right before each send, and the time left of the slot's call. */
   const inSlot = async ({ delayMs, sendWithinMs }: SlotTiming) => {
     const start = now();
     if (delayMs > 0) await Context.current().sleep(delayMs);
-    return () => {
+    const check = () => {
       const late = now() - start + (o.httpTimeoutMs ?? 10_000) - sendWithinMs;
       if (late > 0) throw ApplicationFailure.create({ type: SLOT_MISSED, message: `not sent: the call could have ended ${Math.round(late)} ms after its slot`, nonRetryable: true });
     };
+    return Object.assign(check, { leftMs: () => sendWithinMs - (now() - start) });
+  };
+
+  /**
+   * Sends the gate's answer to the delivery workflow that asked, within the time left of the
+   * activity (its schedule-to-close covers the slot's call) and a second at most. False when it
+   * could not: the gate then answers by its own activity (a second answer is never read).
+   */
+  const tellCreated = async (tell: CreationTell, delivery: DeliveryRecord, leftMs: number): Promise<boolean> => {
+    const waitMs = Math.min(1_000, leftMs - 100);
+    if (waitMs <= 0) return false;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const sent = Context.current()
+      .client.workflow.getHandle(tell.workflowId)
+      .signal(gateAnswerSignal, { ...tell.answer, delivery })
+      .then(
+        () => true,
+        (err: unknown) => err instanceof WorkflowNotFoundError, // a workflow that is gone needs no answer
+      );
+    const late = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), waitMs)));
+    return Promise.race([sent, late]).finally(() => clearTimeout(timer));
   };
 
   /** Finds the delivery an earlier attempt created and lost the answer of, if there is one. */
@@ -64,16 +86,26 @@ export function createProviderActivities(provider: ProviderClient, o: { httpTime
       return provider.quote(request, { signal: signal() });
     }),
 
-    /** A creation the pacing gate makes; the lookup by reference uses the other calls' budget. */
-    createInGate: withProviderFailures(async ({ request, idempotencyKey, lookFirst }: CreateInGateInput, timing: SlotTiming): Promise<DeliveryRecord> => {
+    /**
+     * A creation the pacing gate makes; the lookup by reference uses the other calls' budget. With
+     * `tell`, the activity answers the delivery workflow itself and says whether it did, and how
+     * long that took after the provider's answer (`afterCallMs`, the worker's monotonic clock): the
+     * gate's slot counts from the call's end, not from the tell's.
+     */
+    createInGate: withProviderFailures(async ({ request, idempotencyKey, lookFirst }: CreateInGateInput, timing: SlotTiming, tell?: CreationTell): Promise<DeliveryRecord | { delivery: DeliveryRecord; told: boolean; afterCallMs: number }> => {
       const check = await inSlot(timing);
-      const existing = lookFirst ? await findEarlier(request.reference_number) : undefined;
-      if (existing) return existing;
-      check();
-      const { delivery, replayed } = await provider.createDelivery(request, { idempotencyKey, signal: signal() });
-      // The gate made the call: say for which delivery workflow (the key is its ID).
-      Context.current().log.info('delivery created at the provider', { deliveryId: delivery.id, replayed, deliveryWorkflowId: idempotencyKey });
-      return delivery;
+      let delivery = lookFirst ? await findEarlier(request.reference_number) : undefined;
+      if (!delivery) {
+        check();
+        const created = await provider.createDelivery(request, { idempotencyKey, signal: signal() });
+        delivery = created.delivery;
+        // The gate made the call: say for which delivery workflow (the key is its ID).
+        Context.current().log.info('delivery created at the provider', { deliveryId: delivery.id, replayed: created.replayed, deliveryWorkflowId: idempotencyKey });
+      }
+      if (!tell) return delivery;
+      const called = now();
+      const told = await tellCreated(tell, delivery, check.leftMs());
+      return { delivery, told, afterCallMs: Math.round(now() - called) };
     }),
 
     getDelivery: withProviderFailures(async (deliveryId: string): Promise<DeliveryRecord> => provider.getDelivery(deliveryId, { signal: signal() })),

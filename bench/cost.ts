@@ -90,8 +90,10 @@ export async function costBenchmark(): Promise<BenchmarkOutput> {
       const startedAt = Date.now();
       // The grace's timer is counted; its length does not change the count.
       const followUp = { endGraceMs: 1_000 };
+      // Distinct orders: identical ones asking together share one quote at the gate, which would flatter its share.
+      const order = (reference: string) => deliveryRequest({ pickup_location: { ...deliveryRequest().pickup_location, company: `Kitchen ${reference}` } }, shape.stops);
       await cpu.span(async () => {
-        await pool(refs, 8, async (reference) => void (await deliveries.startDelivery(deliveryRequest({}, shape.stops), { reference, followUp, notify: shape.notify ? { endpoint: 'orders' } : undefined })));
+        await pool(refs, 8, async (reference) => void (await deliveries.startDelivery(order(reference), { reference, followUp, notify: shape.notify ? { endpoint: 'orders' } : undefined })));
         await pool(refs, 32, async (reference) => void (await deliveries.result(reference)));
       });
       const endedAt = Date.now();

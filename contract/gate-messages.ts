@@ -35,7 +35,9 @@ export interface PacingSettings {
  * keeps its place); `fingerprint` (quotes): identical orders share one quote while it is valid;
  * `unclear`: an earlier attempt may have reached the provider (a creation then looks first);
  * `create` (quotes): create right after the quote when it is within `maxPrice` (same currency),
- * answering both at once, so the order does not have to ask again.
+ * answering both at once, so the order does not have to ask again; with `answerOnce`, a creation
+ * that goes out at once is answered by the delivery's answer alone (it carries the quote): the
+ * quote is told first only to an order whose creation waits for a slot (one signal fewer per order).
  */
 export interface GateRequest {
   from: string;
@@ -46,13 +48,13 @@ export interface GateRequest {
   order: CreateDeliveryRequest;
   fingerprint?: string;
   unclear?: boolean;
-  create?: { maxPrice?: Price };
+  create?: { maxPrice?: Price; answerOnce?: true };
 }
 
 export type GateAnswer = { n: number } & (
   /** `creating`: the gate creates next (a quote asked with `create`), and its answer follows. */
   | { quote: Quote; shared: boolean; creating?: true }
-  | { delivery: DeliveryRecord; quote?: Quote } // `quote`: the quote asked for with `create`
+  | { delivery: DeliveryRecord; quote?: Quote; shared?: true } // `quote`: the quote asked for with `create`; `shared`: an identical order's
   | { failure: { type: string; message: string } }
   /**
    * The gate continues as new without carrying the queue: ask again (the place is kept, and whether
@@ -61,6 +63,17 @@ export type GateAnswer = { n: number } & (
   | { again: true; unclear: boolean; quote?: Quote; run: string } // `quote`: already quoted, for a creation asked with `create`
   | { withdrawn: true }
 );
+
+/**
+ * What the gate gives its creation call (activities/provider-activities.ts createInGate): the
+ * answer for the asking workflow, which the activity sends itself once the delivery exists, so
+ * that no answer activity follows. The activity says whether it did (`told`); a worker that does
+ * not know this argument returns the record alone, and the gate answers as before.
+ */
+export interface CreationTell {
+  workflowId: string;
+  answer: { n: number; quote?: Quote; shared?: true };
+}
 
 /** The asks of one worker process, sent together (activities/batched-sends.ts says why). */
 export const gateRequestSignal = defineSignal<[GateRequest[]]>('gateRequest');

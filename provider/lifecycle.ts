@@ -46,6 +46,16 @@ export function isTerminalDestination(s: DestinationStatus): boolean {
   return (TERMINAL_DESTINATION_STATUSES as readonly string[]).includes(s);
 }
 
+/** The known statuses before `s` in its lifecycle (the steps a webhook could still bring late), or undefined for an unknown status. */
+export function earlierDeliveryStatuses(s: DeliveryStatus): KnownDeliveryStatus[] | undefined {
+  const rank = deliveryRank(s);
+  return rank === undefined ? undefined : (Object.keys(DELIVERY_RANK) as KnownDeliveryStatus[]).filter((x) => DELIVERY_RANK[x] < rank);
+}
+export function earlierDestinationStatuses(s: DestinationStatus): KnownDestinationStatus[] | undefined {
+  const rank = destinationRank(s);
+  return rank === undefined ? undefined : (Object.keys(DESTINATION_RANK) as KnownDestinationStatus[]).filter((x) => DESTINATION_RANK[x] < rank);
+}
+
 /** The contract: PATCH is allowed while CREATED or ASSIGNED, else 409. */
 export function canUpdate(s: DeliveryStatus): boolean {
   return s === 'CREATED' || s === 'ASSIGNED';

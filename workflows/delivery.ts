@@ -280,9 +280,10 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
   /**
    * After the end, the workflow stays open for `endGraceMs`, so that a status arriving late (a
    * webhook retried after an outage) lands on the timeline and is told, not lost as workflow_closed.
+   * No grace (and no timer) when every earlier step is on the timeline already: no late status can come.
    */
   async function endGrace(): Promise<void> {
-    if (followUp.endGraceMs > 0) await CancellationScope.nonCancellable(() => condition(() => false, followUp.endGraceMs, { summary: 'grace for late statuses' }));
+    if (followUp.endGraceMs > 0 && tracker.mayHearLate) await CancellationScope.nonCancellable(() => condition(() => false, followUp.endGraceMs, { summary: 'grace for late statuses' }));
   }
 
   /** The last notification, and every target has had it (or given up) before the workflow closes. */
@@ -310,7 +311,8 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
       }
       tracker.note(now(), input.quote.fingerprint === fingerprint ? 'the quote the order carries is about to expire: asking for a new one' : 'the quote the order carries is for other inputs: asking for a new one');
     }
-    return gate.call('quotes', request, { food: request.is_food, fingerprint, create: { maxPrice: input.maxPrice } });
+    // One answer when the creation goes out at once; the quote first only when it waits for a slot (its status says so meanwhile).
+    return gate.call('quotes', request, { food: request.is_food, fingerprint, create: { maxPrice: input.maxPrice, answerOnce: true } });
   }
 
   async function create(): Promise<DeliveryRecord> {

@@ -5,16 +5,17 @@ import { GATED_FAMILIES, type GateAnswer, type GateConfig, type GatedFamily, typ
 
 /**
  * `retryAt`: a failed order waits out its own backoff, not holding back the others; `unclear`: an
- * earlier attempt may have reached the provider; `quote`: a creation that follows its quote (`create`).
+ * earlier attempt may have reached the provider; `quote`: a creation that follows its quote
+ * (`create`), `quoteShared` when that quote was an identical order's.
  */
-export type Waiting = GateRequest & { retryAt: number; attempts: number; unclear: boolean; quote?: Quote };
+export type Waiting = GateRequest & { retryAt: number; attempts: number; unclear: boolean; quote?: Quote; quoteShared?: true };
 /** `notBefore`: the slot's time, when the call may go out; `withdrawn`: its order was cancelled while it was out. */
 export type Call = { req: Waiting; notBefore: number; withdrawn?: boolean };
 export type Addressed = { to: string; answer: GateAnswer };
 
 /** How a call ended, for pacing: which calls hold their slot for a window, and whose fault a failure was. */
 export type Outcome =
-  | { kind: 'answered'; quote?: Quote; answer: GateAnswer } // any answer from the provider but a 429 or a 5xx
+  | { kind: 'answered'; quote?: Quote; answer: GateAnswer; afterCallMs?: number } // any answer from the provider but a 429 or a 5xx; `afterCallMs`: the activity ran on this long after it
   | { kind: 'rate_limited'; retryAfterMs: number } // not counted by the provider
   | { kind: 'not_made' } // certainly never sent (the slot was missed)
   | { kind: 'unavailable' | 'unreachable' | 'unclear' }; // a 5xx, no answer, or a worker that died mid-call
@@ -38,12 +39,22 @@ const QUOTE_CACHE_LIMIT = 2_000;
 const ANSWERED_LIMIT = 2_000;
 
 const key = (r: { from: string; n: number }) => `${r.from}#${r.n}`;
+const addressed = (to: string, answer: GateAnswer | undefined): Addressed[] => (answer ? [{ to, answer }] : []);
+/** How long before `now` the call certainly ended: the tell after a creation (a second at most, as createInGate bounds it). */
+const afterCall = (o: Outcome) => (o.kind === 'answered' ? Math.min(1_000, Math.max(0, o.afterCallMs ?? 0)) : 0);
 
 export class GateState {
   waiting: Waiting[] = [];
   readonly inFlight = new Map<string, Call>();
 
-  constructor(readonly s: GateSnapshot) {}
+  /**
+   * `oneAnswer`: whether this run may leave out the quote's answer of an order that asked with
+   * `answerOnce` (the gate workflow asks `patched()`: a history recorded before it sent both).
+   */
+  constructor(
+    readonly s: GateSnapshot,
+    private readonly oneAnswer: () => boolean = () => true,
+  ) {}
 
   static empty(config: GateConfig): GateState {
     return new GateState({ config, busyUntil: { creations: [], quotes: [] }, pausedUntil: { creations: 0, quotes: 0 }, outage: { failing: [], probes: 0, until: 0 }, quotes: [], counts: { calls: 0, shared: 0, retried: 0 }, answered: [] });
@@ -56,7 +67,7 @@ export class GateState {
     const waiting: Waiting = { ...r, retryAt: 0, attempts: 0, unclear: r.unclear ?? false };
     if (quote) {
       this.s.counts.shared++;
-      return this.quoteAnswer(waiting, quote, true);
+      return this.quoteAnswer(waiting, quote, true, now);
     }
     this.enqueue(waiting);
     return undefined;
@@ -77,13 +88,23 @@ export class GateState {
 
   /**
    * A quote's answer to the order that asked. Asked with `create` and within its maximum price,
-   * the creation is queued at the order's place, and the answer says `creating`.
+   * the creation is queued at the order's place, and the answer says `creating`; asked with
+   * `answerOnce`, there is no answer yet when the creation can go out at once: the delivery's
+   * answer carries the quote.
    */
-  private quoteAnswer(r: Waiting, quote: Quote, shared: boolean): GateAnswer {
+  private quoteAnswer(r: Waiting, quote: Quote, shared: boolean, now: number): GateAnswer | undefined {
     const max = r.create?.maxPrice;
     if (!r.create || (max && !withinMaxPrice(quote.price, max))) return { n: r.n, quote, shared };
-    this.enqueue({ ...r, family: 'creations', fingerprint: undefined, create: undefined, quote, retryAt: 0, attempts: 0, unclear: false });
+    this.enqueue({ ...r, family: 'creations', fingerprint: undefined, create: undefined, quote, ...(shared && { quoteShared: true }), retryAt: 0, attempts: 0, unclear: false });
+    if (r.create.answerOnce && this.freeForAllWaiting('creations', now) && this.oneAnswer()) return undefined;
     return { n: r.n, quote, shared, creating: true };
+  }
+
+  /** Whether every request of the family waiting now gets a slot now (its order then hears nothing while it waits). */
+  private freeForAllWaiting(family: GatedFamily, now: number): boolean {
+    if (now < this.s.pausedUntil[family] || this.s.outage.failing.length >= OUTAGE_AFTER) return false;
+    const busy = this.s.busyUntil[family].filter((t) => t > now).length;
+    return this.s.config.limits[family].limit - this.held(family) - busy >= this.waiting.filter((w) => w.family === family).length;
   }
 
   /** The calls to make now: every slot free now or within the lead time goes to the first eligible request. */
@@ -122,7 +143,7 @@ export class GateState {
     // Every call that may have reached the provider holds its slot for a window from when it certainly ended.
     if (outcome.kind === 'rate_limited' || outcome.kind === 'not_made') {
       if (call.notBefore > now) this.markBusy(family, call.notBefore); // the slot it took was not free yet
-    } else this.markBusy(family, now + w + this.s.config.marginMs);
+    } else this.markBusy(family, now - afterCall(outcome) + w + this.s.config.marginMs);
 
     const o = this.s.outage;
     const again = (r: Waiting): Addressed[] => (call.withdrawn ? [{ to: r.from, answer: { n: r.n, withdrawn: true } }] : (this.enqueue(r), []));
@@ -132,7 +153,8 @@ export class GateState {
         o.probes = 0;
         const quote = outcome.quote;
         // A withdrawn order hears of its quote, and is never created.
-        const mine: Addressed[] = [{ to: req.from, answer: quote && !call.withdrawn ? this.quoteAnswer(req, quote, false) : outcome.answer }];
+        const answer = quote && !call.withdrawn ? this.quoteAnswer(req, quote, false, now) : outcome.answer;
+        const mine: Addressed[] = answer ? [{ to: req.from, answer }] : [];
         if (!quote || req.fingerprint === undefined) return mine;
         // Identical orders waiting for this quote get it too.
         this.s.quotes = [...this.s.quotes.filter((q) => q.fingerprint !== req.fingerprint), { fingerprint: req.fingerprint, quote }].slice(-QUOTE_CACHE_LIMIT);
@@ -140,7 +162,7 @@ export class GateState {
         const twins = this.waiting.filter((x) => x.fingerprint === req.fingerprint);
         this.waiting = this.waiting.filter((x) => x.fingerprint !== req.fingerprint);
         this.s.counts.shared += twins.length;
-        return [...mine, ...twins.map((t) => ({ to: t.from, answer: this.quoteAnswer(t, quote, true) }))];
+        return [...mine, ...twins.flatMap((t) => addressed(t.from, this.quoteAnswer(t, quote, true, now)))];
       }
       case 'rate_limited':
         this.s.pausedUntil[family] = Math.max(this.s.pausedUntil[family], now + outcome.retryAfterMs);

@@ -8,9 +8,11 @@
  * process) and waits for one `gateAnswer` signal: a quote, a delivery, a
  * failure that retrying cannot fix, `withdrawn`, or `again` (the gate continues as new without
  * its queue: ask its next run again, the place is kept). A quote asked with `create` that is
- * within the order's maximum price is followed by its creation at once, and answered with both.
+ * within the order's maximum price is followed by its creation at once, and answered with both
+ * (asked with `answerOnce`, by the creation's answer alone when the creation goes out at once).
  * A cancelled delivery signals `gateWithdraw`; a call already out is answered when it ends. Every
- * signal is sent by an activity through the worker's client; the answers go out in batches.
+ * signal is sent by an activity through the worker's client; a creation's answer by the creation's
+ * own activity, the other answers in batches.
  *
  * Slots, in the Temporal server's time only. A call can reach the provider from when its
  * activity is scheduled (plus the delay it is given) until its schedule-to-close timeout; the
@@ -29,7 +31,7 @@
  * delivery up by reference before creating (Idempotency-Key = the delivery's workflow ID).
  * `PROVIDER_PACING=task-queue` uses Temporal's task-queue rate limit instead (the comparison).
  */
-import { ActivityFailure, ApplicationFailure, CancellationScope, condition, continueAsNew, isCancellation, proxyActivities, proxyLocalActivities, setCurrentDetails, setHandler, TimeoutFailure, workflowInfo } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, CancellationScope, condition, continueAsNew, isCancellation, patched, proxyActivities, proxyLocalActivities, setCurrentDetails, setHandler, TimeoutFailure, workflowInfo } from '@temporalio/workflow';
 import type { GateActivities } from '../activities/gate-activities';
 import type { ProviderActivities } from '../activities/provider-activities';
 import type { CreateDeliveryRequest, DeliveryRecord, Quote } from '../provider/schemas';
@@ -39,6 +41,8 @@ import { GateState, type Addressed, type Call, type GateSnapshot, type Outcome }
 import { deliveryPriority } from '../contract/priorities';
 import { providerTaskQueues } from '../contract/task-queues';
 
+/** The gate upgrades in place: its runs that answered both the quote and the creation before keep doing so on replay. */
+const ONE_ANSWER_PATCH = 'gate-one-answer-for-quote-and-creation';
 /** How long an activity task may wait for a worker beyond its delay before the server drops it. */
 export const START_SLACK_MS = 5_000;
 const local = proxyLocalActivities<GateActivities>({ startToCloseTimeout: '10 seconds' });
@@ -51,12 +55,13 @@ const local = proxyLocalActivities<GateActivities>({ startToCloseTimeout: '10 se
 const { answerDeliveries } = proxyActivities<GateActivities>({ startToCloseTimeout: '10 seconds', retry: { initialInterval: '200 milliseconds', maximumInterval: '5 seconds' } });
 
 export async function pacingGate(input: { taskQueue: string; config: GateConfig; resume?: GateSnapshot }): Promise<never> {
-  const gate = new GateState(input.resume ?? GateState.empty(input.config).s);
+  // A run that answered quotes asked with `answerOnce` before this code existed goes on doing so.
+  const gate = new GateState(input.resume ?? GateState.empty(input.config).s, () => patched(ONE_ANSWER_PATCH));
   const outbox: Addressed[] = [];
   const inFlight = new Set<Promise<void>>();
   let changed = true;
-  const post = (to: string, answer: GateAnswer | undefined) => {
-    if (answer) outbox.push({ to, answer });
+  const post = (to: string, answer: GateAnswer | undefined, told = false) => {
+    if (answer && !told) outbox.push({ to, answer });
     if (answer) gate.answer(to, answer);
     changed = true;
   };
@@ -77,7 +82,7 @@ export async function pacingGate(input: { taskQueue: string; config: GateConfig;
       for (const call of gate.take(Date.now())) {
         track(
           makeCall(input.taskQueue, gate, call).then((answers) => {
-            answers.forEach((a) => post(a.to, a.answer));
+            answers.forEach((a) => post(a.to, a.answer, a.told));
             changed = true; // the call's slot changed, answered or not
           }),
         );
@@ -98,8 +103,8 @@ export async function pacingGate(input: { taskQueue: string; config: GateConfig;
   }
 }
 
-/** One call in its slot: scheduled now, sent at `notBefore` at the earliest, never after its schedule-to-close timeout. */
-async function makeCall(taskQueue: string, gate: GateState, call: Call): Promise<Addressed[]> {
+/** One call in its slot: scheduled now, sent at `notBefore` at the earliest, never after its schedule-to-close timeout. `told`: its activity sent that answer already. */
+async function makeCall(taskQueue: string, gate: GateState, call: Call): Promise<(Addressed & { told?: boolean })[]> {
   const { req } = call;
   const delayMs = Math.max(0, call.notBefore - Date.now());
   const act = proxyActivities<ProviderActivities>({
@@ -118,8 +123,12 @@ async function makeCall(taskQueue: string, gate: GateState, call: Call): Promise
       const quote = await act.quoteInGate(req.order, timing);
       outcome = { kind: 'answered', quote, answer: { n: req.n, quote, shared: false } };
     } else {
-      const delivery = await act.createInGate({ request: req.order as CreateDeliveryRequest & { reference_number: string }, idempotencyKey: req.from, lookFirst: req.unclear }, timing);
-      outcome = { kind: 'answered', answer: { n: req.n, delivery, quote: req.quote } };
+      const answer = { n: req.n, quote: req.quote, ...(req.quoteShared && { shared: true as const }) };
+      // The activity answers the order itself (no answer activity after it); a worker of an older build returns the record alone.
+      const made = await act.createInGate({ request: req.order as CreateDeliveryRequest & { reference_number: string }, idempotencyKey: req.from, lookFirst: req.unclear }, timing, { workflowId: req.from, answer });
+      const [delivery, told] = 'told' in made ? [made.delivery, made.told] : [made, false];
+      outcome = { kind: 'answered', answer: { ...answer, delivery }, ...('told' in made && { afterCallMs: made.afterCallMs }) };
+      if (told) return gate.done(call, outcome, Date.now()).map((a) => (a.to === req.from && 'delivery' in a.answer ? { ...a, told } : a));
     }
   } catch (err) {
     outcome = outcomeOf(err, req.n);

@@ -7,7 +7,7 @@
  * (future) status is kept and shown, without moving the lifecycle position, so a later known
  * status still applies if it is further along.
  */
-import { deliveryRank, destinationRank, isTerminalDelivery } from '../provider/lifecycle';
+import { deliveryRank, destinationRank, earlierDeliveryStatuses, earlierDestinationStatuses, isTerminalDelivery } from '../provider/lifecycle';
 import type { DeliveryRecord } from '../provider/schemas';
 import type { ChangeSource, DeliveryState, DeliveryWorkflowInput, StatusChange, TimelineEntry, TrackerSnapshot } from '../contract/delivery-types';
 
@@ -60,6 +60,19 @@ export class DeliveryTracker {
 
   get ended(): boolean {
     return this.state.status !== undefined && isTerminalDelivery(this.state.status);
+  }
+
+  /**
+   * Whether a webhook could still add to the timeline: one that is late is kept only when it is an
+   * earlier step of a lifecycle that is not on the timeline yet. Every earlier step of the delivery
+   * and of each destination on the timeline (from webhooks or reads), none can; an unknown status,
+   * or a timeline that has dropped entries, cannot tell.
+   */
+  get mayHearLate(): boolean {
+    const s = this.state;
+    if (s.status === undefined || s.timelineDropped) return true;
+    const onTimeline = (subject: string, steps: readonly string[] | undefined) => steps !== undefined && steps.every((status) => s.timeline.some((t) => t.subject === subject && t.status === status));
+    return !onTimeline('delivery', earlierDeliveryStatuses(s.status)) || s.destinations.some((d) => !onTimeline(d.id, earlierDestinationStatuses(d.status)));
   }
 
   /** The workflow's own step; the entry is returned so that a notification can be attached to it. */

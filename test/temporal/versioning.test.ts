@@ -205,6 +205,8 @@ describe('a switch with a backlog waiting at the pacing gate', () => {
     onB = await workersOfB(stack, b, tight);
     const refsA = Array.from({ length: 40 }, (_, i) => `GATE-A-${i}`);
     await start(stack, refsA, 'ga');
+    // Started on A means pinned to A: each has completed its first workflow task there before the switch.
+    expect(await eventually('the A deliveries to be pinned to A', async () => ((await openPinned(stack.temporal.workflowService, stack.temporal.options.namespace, a)) === refsA.length ? true : undefined))).toBe(true);
     await eventually('the first creations', () => (stack.sim.deliveries().length >= 5 ? true : undefined));
     expect(stack.sim.deliveries().length).toBeLessThan(40); // a backlog waits at the gate
     expect(await rollTo(target(stack, a.deploymentName), b.buildId)).toBe(0);

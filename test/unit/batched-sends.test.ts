@@ -1,4 +1,4 @@
-/** The gate's asks from one worker process go together: none waits for a timer, none is lost, a failure reaches only its own batch. */
+/** The gate's asks from one worker process go together: none is lost, a failure reaches only its own batch, and only an ask that finds the sender idle waits (lingerMs). */
 import { batchedSends } from '../../activities/batched-sends';
 
 const byCount = (items: number) => ({ items, bytes: Infinity, sizeOf: (s: string) => s.length });
@@ -75,4 +75,24 @@ it('keeps each batch within its bytes, and sends an item larger than that alone'
   }
   await Promise.all(all);
   expect(m.batches).toEqual([['a'], ['bbbb', 'cccc', 'dd'], ['e'.repeat(12)], ['f']]);
+});
+
+it('with lingerMs, gathers the items that come while the first one waits, and sends a full batch at once', async () => {
+  jest.useFakeTimers();
+  try {
+    const batches: string[][] = [];
+    const ask = batchedSends((items: string[]) => (batches.push(items), Promise.resolve()), { ...byCount(3), lingerMs: 50 });
+    const first = ['a', 'b'].map(ask);
+    await jest.advanceTimersByTimeAsync(49);
+    expect(batches).toEqual([]);
+    await jest.advanceTimersByTimeAsync(1);
+    await Promise.all(first);
+    expect(batches).toEqual([['a', 'b']]);
+    const full = ['c', 'd', 'e'].map(ask); // a full batch does not wait
+    await jest.advanceTimersByTimeAsync(0);
+    await Promise.all(full);
+    expect(batches).toEqual([['a', 'b'], ['c', 'd', 'e']]);
+  } finally {
+    jest.useRealTimers();
+  }
 });

@@ -77,6 +77,26 @@ describe('the delivery state machine', () => {
     expect(t.state.timeline.filter((e) => e.late).map((e) => `${e.subject} ${e.status}`)).toEqual(['delivery ASSIGNED', 'dst_0 IN_TRANSIT']);
   });
 
+  it('knows after the end whether a late webhook could still add to the timeline (the end grace waits only then)', () => {
+    const step = (t: DeliveryTracker, status: string, destinationId?: string) => t.apply({ deliveryId: 'del_1', destinationId, status, source: 'webhook' }, t0);
+    const t = tracked();
+    for (const s of ['ASSIGNED', 'UPCOMING', 'PICKED_UP']) step(t, s);
+    step(t, 'IN_TRANSIT', 'dst_0');
+    step(t, 'DELIVERED', 'dst_0');
+    step(t, 'DELIVERED', 'dst_1'); // its IN_TRANSIT never came: it may still come, late
+    step(t, 'DELIVERED');
+    expect(t.ended).toBe(true);
+    expect(t.mayHearLate).toBe(true);
+    expect(step(t, 'IN_TRANSIT', 'dst_1')).toBe('late');
+    expect(t.mayHearLate).toBe(false); // every earlier step of every lifecycle is on the timeline
+    const skipped = tracked(); // a read jumped over a step: its webhook may still come
+    skipped.apply({ deliveryId: 'del_1', status: 'CANCELED', source: 'reconciliation' }, t0);
+    expect(skipped.mayHearLate).toBe(true);
+    const unknown = tracked();
+    step(unknown, 'WAITING_FOR_FERRY', 'dst_0');
+    expect(unknown.mayHearLate).toBe(true);
+  });
+
   it('applies changes that waited for the delivery id in the order the provider made them, not the order they came', () => {
     const t = tracked();
     const time = (s: number) => new Date(t0.getTime() + s * 1000).toISOString();

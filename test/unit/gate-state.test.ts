@@ -26,6 +26,18 @@ describe('GateState', () => {
     expect(ids(g.take(1_050))).toEqual(['wf-3']);
   });
 
+  it('holds a creation slot from when its call ended, not from when its activity ended after answering the order (a second at most)', () => {
+    const g = GateState.empty({ ...config, limits: { ...config.limits, creations: { limit: 1, windowMs: 1_000 } } });
+    g.request(req(1), 0);
+    g.request(req(2), 0);
+    const [c] = g.take(0);
+    g.done(c!, { ...ok(c!), afterCallMs: 30 }, 100); // the call ended at 70: busy until 70 + 1000 + 10
+    expect(g.nextChangeAt(100)).toBe(1_080);
+    const [d] = g.take(1_080);
+    g.done(d!, { ...ok(d!), afterCallMs: 60_000 }, 1_100); // never more than the tell's bound
+    expect(g.s.busyUntil.creations).toEqual([1_110]);
+  });
+
   it('schedules a call for a slot that frees within the lead time, to go out at the slot time', () => {
     const g = GateState.empty({ ...config, limits: { ...config.limits, creations: { limit: 1, windowMs: 1_000 } }, leadMs: 300 });
     g.request(req(1), 0);
@@ -171,6 +183,37 @@ describe('GateState', () => {
     expect([creation!.req.from, creation!.req.family, creation!.req.quote]).toEqual(['wf-2', 'creations', quote(10_000)]);
     expect(g.withdraw({ from: 'wf-2', n: 1 })).toBeUndefined(); // its call is out: answered when it ends
     expect(g.done(creation!, ok(creation!), 1_040)).toEqual([{ to: 'wf-2', answer: { n: 1, delivery: {} } }]);
+  });
+
+  it('answers a quote asked with `answerOnce` with its delivery alone when the creation goes out at once, and tells the quote first when it must wait', () => {
+    const g = GateState.empty({ ...config, limits: { creations: { limit: 1, windowMs: 1_000 }, quotes: { limit: 3, windowMs: 1_000 } } });
+    const q = (n: number, fingerprint: string) => req(n, { family: 'quotes', fingerprint, create: { answerOnce: true } });
+    g.request(q(1, 'f1'), 0);
+    g.request(q(2, 'f2'), 0);
+    const [a, b] = g.take(0);
+    const quoted = (c: Call) => ({ kind: 'answered' as const, quote: quote(10_000), answer: { n: c.req.n, quote: quote(10_000), shared: false } });
+    expect(g.done(a!, quoted(a!), 10)).toEqual([]); // a creation slot is free: no answer yet
+    expect(g.done(b!, quoted(b!), 10)).toEqual([{ to: 'wf-2', answer: { n: 1, quote: quote(10_000), shared: false, creating: true } }]); // the one slot is wf-1's: wf-2 waits, and hears of its quote
+    const [creation] = g.take(10);
+    expect([creation!.req.from, creation!.req.quote]).toEqual(['wf-1', quote(10_000)]);
+    expect(g.done(creation!, ok(creation!), 20)).toEqual([{ to: 'wf-1', answer: { n: 1, delivery: {} } }]); // the gate workflow adds creation.req.quote to the answer
+    g.answer('wf-1', { n: 1, delivery: {} as never });
+    expect(g.request(q(1, 'f1'), 30)).toBeUndefined(); // asked again (its local activity retried): not made again
+    expect(g.take(30)).toEqual([]);
+  });
+
+  it('marks a creation that follows a shared quote, and answers both when the run may not leave the quote out', () => {
+    const g = GateState.empty(config);
+    const q = (n: number) => req(n, { family: 'quotes', fingerprint: 'f1', create: { answerOnce: true } });
+    g.request(q(1), 0);
+    const [call] = g.take(0);
+    g.done(call!, { kind: 'answered', quote: quote(10_000), answer: { n: 1, quote: quote(10_000), shared: false } }, 10);
+    expect(g.request(q(2), 20)).toBeUndefined(); // the shared quote, its creation queued
+    expect(g.take(20).map((c) => [c.req.from, c.req.quoteShared])).toEqual([['wf-1', undefined], ['wf-2', true]]);
+    const before = new GateState(GateState.empty(config).s, () => false); // a history recorded before `answerOnce` was honoured
+    before.request(q(1), 0);
+    const [c] = before.take(0);
+    expect(before.done(c!, { kind: 'answered', quote: quote(10_000), answer: { n: 1, quote: quote(10_000), shared: false } }, 10)).toEqual([{ to: 'wf-1', answer: { n: 1, quote: quote(10_000), shared: false, creating: true } }]);
   });
 
   it('creates after a shared quote too, and never after a quote whose order was withdrawn meanwhile', () => {
