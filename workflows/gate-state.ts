@@ -103,8 +103,7 @@ export class GateState {
   /** Whether every request of the family waiting now gets a slot now (its order then hears nothing while it waits). */
   private freeForAllWaiting(family: GatedFamily, now: number): boolean {
     if (now < this.s.pausedUntil[family] || this.s.outage.failing.length >= OUTAGE_AFTER) return false;
-    const busy = this.s.busyUntil[family].filter((t) => t > now).length;
-    return this.s.config.limits[family].limit - this.held(family) - busy >= this.waiting.filter((w) => w.family === family).length;
+    return this.freeAt(family, now) >= this.waiting.filter((w) => w.family === family).length;
   }
 
   /** The calls to make now: every slot free now or within the lead time goes to the first eligible request. */
@@ -193,11 +192,13 @@ export class GateState {
   /** For the status query: reads, never changes. */
   status(now: number) {
     const per = (fn: (f: GatedFamily) => number) => ({ creations: fn('creations'), quotes: fn('quotes') });
-    const { config, pausedUntil, busyUntil, outage, counts } = this.s;
-    const free = per((f) => config.limits[f].limit - this.held(f) - busyUntil[f].filter((t) => t > now).length);
+    const { config, pausedUntil, outage, counts } = this.s;
+    const free = per((f) => this.freeAt(f, now));
     return { config, waiting: this.waiting.length, inFlight: this.inFlight.size, free, pausedForMs: per((f) => Math.max(0, pausedUntil[f] - now)), outage: outage.failing.length >= OUTAGE_AFTER, counts };
   }
 
+  /** Slots of the family free at `now`: its limit less the calls out and the slots still held for a window. */
+  private freeAt = (f: GatedFamily, now: number) => this.s.config.limits[f].limit - this.held(f) - this.s.busyUntil[f].filter((t) => t > now).length;
   private held = (f: GatedFamily) => [...this.inFlight.values()].filter((c) => c.req.family === f).length;
   private quoteInFlight = (r: Waiting) => r.fingerprint !== undefined && [...this.inFlight.values()].some((c) => c.req.fingerprint === r.fingerprint);
 
