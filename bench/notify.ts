@@ -17,7 +17,7 @@ import { freePort } from '../scripts/temporal-dev-server';
 import { deliveryRequest } from '../test/fixtures/orders';
 import { startReceiver } from '../test/helpers/notify-receiver';
 import { FLOOR_TASK_QUEUE } from './floor-workflows';
-import { benchSettings, cpuSince, openLoop, pool, progressLog, sleep, summarize, type BenchmarkOutput } from './measure';
+import { benchSettings, cpuSince, openLoop, p50p99, pool, progressLog, sleep, type BenchmarkOutput } from './measure';
 import { notifyCharts } from './run-charts';
 import { benchStack, frontendRequests, ROOMY_LIMITS, startBenchServer, UNPACED_WORKER_ENV } from './temporal';
 
@@ -55,6 +55,9 @@ function tally(made: { sequence: number; fate?: string }[], accepted: DeliveryNo
   return t;
 }
 
+/** How many latencies, and their p50 and p99 (NaN for none). */
+const latencyFigures = (name: string, ms: number[]) => ({ [`${name}_samples`]: ms.length, ...p50p99(name, ms) });
+
 /**
  * Temporal alone (bench/floor-workflows.ts) at the worst-case rate, the worst-case phases' shape: `relays` relays told twice
  * each, by signal (to an order workflow; its history's time) and by an activity (when it runs, in this process).
@@ -90,7 +93,7 @@ async function floorPhases(temporal: Client, start: () => Promise<{ output(): st
     if (way === 'signal') await pool(relayIds, 16, async (id) => void (await arrivals(id)).forEach(([k, t]) => toldAt.set(k, t)));
     const ms = keys.flatMap((k) => (toldAt.has(k) ? [toldAt.get(k)! - sent.get(k)!] : []));
     const last = Math.max(...keys.map((k) => toldAt.get(k) ?? -Infinity));
-    Object.assign(figures, { [`floor_${way}_samples`]: ms.length, [`floor_${way}_p50_ms`]: summarize(ms).p50, [`floor_${way}_p99_ms`]: summarize(ms).p99, [`floor_${way}_changes_per_second_through`]: Number(((1000 * ms.length) / (last - sent.get(keys[0]!)!)).toFixed(1)) });
+    Object.assign(figures, latencyFigures(`floor_${way}`, ms), { [`floor_${way}_changes_per_second_through`]: Number(((1000 * ms.length) / (last - sent.get(keys[0]!)!)).toFixed(1)) });
   }
   return figures;
 }
@@ -263,18 +266,18 @@ export async function notifyBenchmark(): Promise<BenchmarkOutput> {
     const plain = await outage('OUT', false);
     const withKill = await outage('KILL', true);
 
-    const p50p99 = (name: string, samples: [number, number][], ms = samples.map((x) => x[1])) => ({ [`${name}_samples`]: ms.length, [`${name}_p50_ms`]: ms.length ? summarize(ms).p50 : NaN, [`${name}_p99_ms`]: ms.length ? summarize(ms).p99 : NaN });
+    const fromSamples = (name: string, samples: [number, number][]) => latencyFigures(name, samples.map((x) => x[1]));
     const figures = {
       ...{ deliveries: DELIVERIES, window_seconds: QUIET_SECONDS, webhook_rate_per_second: WEBHOOK_RATE, low_rate_per_second: LOW_RATE },
       ...prefixed('quiet', quiet),
       ...prefixed('watch', watched),
-      ...p50p99('signal', latency.worst.signal),
-      ...p50p99('http', latency.worst.http),
+      ...fromSamples('signal', latency.worst.signal),
+      ...fromSamples('http', latency.worst.http),
       ...prefixed('signal_phase', latencyCpu.worst_signal!),
       ...prefixed('http_phase', latencyCpu.worst_http!),
       ...floor,
-      ...p50p99('low_rate_signal', latency.low.signal),
-      ...p50p99('low_rate_http', latency.low.http),
+      ...fromSamples('low_rate_signal', latency.low.signal),
+      ...fromSamples('low_rate_http', latency.low.http),
       ...prefixed('low_rate_signal_phase', latencyCpu.low_signal!),
       ...prefixed('low_rate_http_phase', latencyCpu.low_http!),
       ...{ retry_schedule: RETRY_SCHEDULE, outage_deliveries: OUTAGE_DELIVERIES, outage_seconds: OUTAGE_SECONDS },
