@@ -5,7 +5,7 @@
  * by Temporal Cloud's published categories (docs/benchmarks.md, "Cost", says which rules): each
  * delivery's, the pacing gate's share per order, and the notification activities when the shape
  * notifies an endpoint. Also worker CPU per delivery and bridge CPU per webhook (/proc).
- * Smaller or other runs: COST_BENCH_DELIVERIES (per shape), COST_BENCH_STOPS (e.g. 3,1,30).
+ * Smaller or other runs: COST_BENCH_DELIVERIES (per shape), COST_BENCH_STOPS (e.g. 3,1,30), COST_BENCH_STATUS_SEARCH.
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -21,6 +21,8 @@ import { benchStack, histories, ROOMY_LIMITS, startBenchServer } from './tempora
 const settings = benchSettings('COST');
 const DELIVERIES = settings.num('DELIVERIES', 10);
 const STOPS = (process.env.COST_BENCH_STOPS ?? '3,1,30').split(',').map(Number);
+/** The worker's DELIVERY_STATUS_SEARCH for this run (COST_BENCH_STATUS_SEARCH=every: one upsert per status). */
+const STATUS_SEARCH = process.env.COST_BENCH_STATUS_SEARCH ?? 'final';
 const TASK_QUEUE = 'bench-cost';
 const E = temporal.api.enums.v1.EventType;
 export const ACTION_TYPES = ['workflow started', 'signal', 'activity attempt', 'local activities', 'timer', 'search attributes', 'update', 'query'] as const;
@@ -73,11 +75,11 @@ export async function costBenchmark(): Promise<BenchmarkOutput> {
     stack.cleanup.add(() => new Promise((r) => receiver.close(r)));
     const { sim, url } = await stack.simulator({ autoAdvanceMs: 300, rateLimits: ROOMY_LIMITS });
     const endpoint = `orders=http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`;
-    const worker = await stack.start('worker', url, { DELIVERY_TASK_QUEUE: TASK_QUEUE, PROVIDER_RATE_LIMITS: 'creations=100000/60s,quotes=100000/60s', WORKER_WORKFLOW_BUNDLE: await stack.bundle(), LOG_LEVEL: 'WARN', DELIVERY_NOTIFY_ENDPOINTS: endpoint, DELIVERY_NOTIFY_SECRETS: `orders=${generateWebhookSecret()}` });
+    const worker = await stack.start('worker', url, { DELIVERY_TASK_QUEUE: TASK_QUEUE, PROVIDER_RATE_LIMITS: 'creations=100000/60s,quotes=100000/60s', WORKER_WORKFLOW_BUNDLE: await stack.bundle(), LOG_LEVEL: 'WARN', DELIVERY_NOTIFY_ENDPOINTS: endpoint, DELIVERY_NOTIFY_SECRETS: `orders=${generateWebhookSecret()}`, DELIVERY_STATUS_SEARCH: STATUS_SEARCH });
     const { process: bridge } = await stack.bridge(url, sim);
     const client = await stack.client();
     const deliveries = new DeliveryClient({ temporal: client, taskQueue: TASK_QUEUE });
-    const figures: Record<string, number | string> = { deliveries_per_shape: DELIVERIES };
+    const figures: Record<string, number | string> = { deliveries_per_shape: DELIVERIES, status_search: STATUS_SEARCH };
     const chartGroups: { label: string; values: number[] }[] = [];
     const shapes = [...STOPS.map((stops) => ({ stops, notify: false })), { stops: STOPS[0]!, notify: true }];
     let n = 0;

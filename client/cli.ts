@@ -36,7 +36,9 @@ Commands:
   approve  REF                        approve a quote that is over the maximum price
   reject   REF [--reason TEXT]        reject such a quote; nothing is created
   cancel   REF [--no-wait]            cancel the delivery
-  list     [--status S] [--limit N]   deliveries, newest first
+  list     [--status S] [--limit N]   deliveries, newest first; --status finds deliveries that
+                                      ended in S (any status with the worker's
+                                      DELIVERY_STATUS_SEARCH=every)
 
 Options:
   --json        machine-readable output

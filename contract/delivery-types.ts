@@ -6,6 +6,7 @@
  */
 import type { CreateDeliveryRequest, DeliveryStatus, DestinationStatus, PackageType, Price, Quote } from '../provider/schemas';
 import type { NotificationFate, NotificationType, NotifySettings } from './notification-types';
+import type { StatusSearch } from './search-attributes';
 
 /** The order as the order system sends it; `reference_number` is set from the reference. */
 export type DeliveryOrder = Omit<CreateDeliveryRequest, 'reference_number'>;
@@ -66,6 +67,8 @@ export interface ResumeState {
   lastSignalAt: number;
   /** Notifications: the sequence and what is still to send. */
   notifier?: NotifierSnapshot;
+  /** When DeliveryStatus is upserted, as the first run read it from its worker. */
+  statusSearch?: StatusSearch;
 }
 
 /** Where a status change came from, shown in the timeline. */

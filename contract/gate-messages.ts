@@ -2,6 +2,7 @@
 import { defineQuery, defineSignal } from '@temporalio/workflow';
 import type { CallFamily, RateLimit } from '../provider/limits';
 import type { CreateDeliveryRequest, DeliveryRecord, Price, Quote } from '../provider/schemas';
+import type { StatusSearch } from './search-attributes';
 
 /** The call families the gate paces; every other call uses Temporal's task-queue rate limit. */
 export const GATED_FAMILIES = ['creations', 'quotes'] as const;
@@ -27,6 +28,11 @@ export interface PacingSettings {
   quoteMinRemainingMs: number;
   leadMs: number;
   gateHistoryLimit: number;
+  /**
+   * Not pacing, but read by a delivery in the same local activity, so once: when it upserts
+   * DeliveryStatus (DELIVERY_STATUS_SEARCH). Absent in the histories of workers before it: `every`.
+   */
+  statusSearch?: StatusSearch;
 }
 
 /**

@@ -12,4 +12,12 @@ export const IsFood = defineSearchAttributeKey('IsFood', SearchAttributeType.BOO
 export const DestinationCount = defineSearchAttributeKey('DestinationCount', SearchAttributeType.INT);
 export const QuotedPrice = defineSearchAttributeKey('QuotedPrice', SearchAttributeType.INT);
 
+/**
+ * When a delivery upserts DeliveryStatus (DELIVERY_STATUS_SEARCH): `final`, once, with the status it
+ * ends in; `every`, on every change of the delivery's status (one upsert each, a billed action on
+ * Temporal Cloud: 3 more for a delivery that passes ASSIGNED, UPCOMING and PICKED_UP).
+ */
+export const STATUS_SEARCH = ['final', 'every'] as const;
+export type StatusSearch = (typeof STATUS_SEARCH)[number];
+
 export const DELIVERY_SEARCH_ATTRIBUTES = [OrderReference, DeliveryId, DeliveryStatus, IsFood, DestinationCount, QuotedPrice] as const;

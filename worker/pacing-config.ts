@@ -11,15 +11,19 @@
  *   PROVIDER_QUOTE_MIN_REMAINING_MS  a quote is shared or carried only while it has this long left (default 60000)
  *   PROVIDER_PACING_GATE_HISTORY_LIMIT  the gate continues as new at this many events, or sooner when
  *                              Temporal suggests it (default 5000)
+ *   DELIVERY_STATUS_SEARCH     `final` (default): a delivery sets DeliveryStatus once, when it ends;
+ *                              `every`: on every status change (contract/search-attributes.ts)
+ * The last is not pacing: it rides in the same settings because a delivery reads them once, by one local activity.
  */
 import { z } from 'zod';
 import { PROVIDER_RATE_LIMITS, type CallFamily, type RateLimit } from '../provider/limits';
 import { parseEnv } from '../provider/validation';
 import type { PacingSettings } from '../contract/gate-messages';
+import { STATUS_SEARCH } from '../contract/search-attributes';
 
 export type { PacingSettings };
 
-export const DEFAULT_PACING: PacingSettings = { pacing: 'gate', limits: { ...PROVIDER_RATE_LIMITS }, marginMs: 250, callTimeoutMs: 30_000, quoteMinRemainingMs: 60_000, leadMs: 1_000, gateHistoryLimit: 5_000 };
+export const DEFAULT_PACING: PacingSettings = { pacing: 'gate', limits: { ...PROVIDER_RATE_LIMITS }, marginMs: 250, callTimeoutMs: 30_000, quoteMinRemainingMs: 60_000, leadMs: 1_000, gateHistoryLimit: 5_000, statusSearch: 'final' };
 
 const UNITS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 };
 const FAMILIES: readonly CallFamily[] = ['creations', 'quotes', 'other'];
@@ -68,6 +72,7 @@ const PacingEnvSchema = z.object({
   PROVIDER_PACING_LEAD_MS: ms(0, 60_000, DEFAULT_PACING.leadMs),
   PROVIDER_QUOTE_MIN_REMAINING_MS: ms(0, 3_600_000, DEFAULT_PACING.quoteMinRemainingMs),
   PROVIDER_PACING_GATE_HISTORY_LIMIT: z.coerce.number().int().min(100).max(40_000).default(DEFAULT_PACING.gateHistoryLimit),
+  DELIVERY_STATUS_SEARCH: z.enum(STATUS_SEARCH, { message: 'must be "final" or "every"' }).default('final'),
 });
 
 export function pacingSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): PacingSettings {
@@ -80,5 +85,6 @@ export function pacingSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): Pac
     quoteMinRemainingMs: e.PROVIDER_QUOTE_MIN_REMAINING_MS,
     leadMs: e.PROVIDER_PACING_LEAD_MS,
     gateHistoryLimit: e.PROVIDER_PACING_GATE_HISTORY_LIMIT,
+    statusSearch: e.DELIVERY_STATUS_SEARCH,
   };
 }

@@ -34,9 +34,9 @@ import { NON_RETRYABLE_PROVIDER_FAILURES, PROVIDER_FAILURE_TYPES, WORKFLOW_FAILU
 import { applicationFailureIn, failureTypeIn } from '../contract/failure-cause';
 import { approveQuoteUpdate, rejectQuoteUpdate, statusChangedSignal, statusQuery, updateDeliveryUpdate } from '../contract/delivery-messages';
 import { type DeliveryResult, type DeliveryState, type DeliveryWorkflowInput, type CarriedQuote, type FollowUpSettings, type StatusChange, type TimelineEntry } from '../contract/delivery-types';
-import { DeliveryId, DeliveryStatus, QuotedPrice } from '../contract/search-attributes';
+import { DeliveryId, QuotedPrice } from '../contract/search-attributes';
 import { deliveryDetails } from './details';
-import { batchedUpserts } from './search-attributes';
+import { DeliverySearch } from './search-attributes';
 import { startChecks } from './start-checks';
 import { DeliveryTracker, type TrackedChange } from './state';
 import { Notifier } from './notifier';
@@ -132,10 +132,9 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
     state.phase = phase;
     refreshDetails();
   };
-  const upsert = batchedUpserts();
-  const statusChanged = (before: string | undefined) => {
-    if (state.status !== undefined && state.status !== before) upsert({ key: DeliveryStatus, value: state.status });
-  };
+  const search = new DeliverySearch(input);
+  if (input.resume) search.policy = input.resume.statusSearch ?? 'every';
+  const statusChanged = () => search.status(state.status, tracker.ended);
   const endBeforeCreation = (note: string) => {
     state.cancellation = { requestedAt: now().toISOString(), outcome: 'before_creation' };
     tell('cancellation.outcome', { subject: 'cancellation', cancellation: state.cancellation }, tracker.note(now(), note));
@@ -159,9 +158,8 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
     return true;
   };
   const takeRecord = (record: DeliveryRecord, source: 'provider' | 'reconciliation' = 'provider') => {
-    const before = state.status;
     tracker.applyRecord(record, source, now());
-    statusChanged(before);
+    statusChanged();
     refreshDetails();
   };
 
@@ -173,9 +171,8 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
       if (pending.length < PENDING_CHANGES_LIMIT) pending.push(change);
       return;
     }
-    const before = state.status;
     tracker.apply(change, now());
-    statusChanged(before);
+    statusChanged();
     refreshDetails();
   });
 
@@ -248,6 +245,7 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
       await checked.passed; // before any provider call or pacing request
       notifier.start();
       pacing = await pacingSettings();
+      search.policy = pacing.statusSearch ?? 'every';
       // The gate tells of the quote while it goes on to create (a quote within the maximum price).
       gate = pacing.pacing === 'gate' ? new GateCalls(pacing, (quote, shared) => takeQuote(quote, shared) && setPhase('creating')) : undefined;
       refreshDetails();
@@ -268,11 +266,10 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
     setPhase('creating');
     const record = created ?? (await create());
     takeRecord(record);
-    upsert({ key: DeliveryId, value: record.id });
-  if (state.quote) upsert({ key: QuotedPrice, value: state.quote.price.amount });
-    const beforePending = state.status;
+    search.set({ key: DeliveryId, value: record.id });
+    if (state.quote) search.set({ key: QuotedPrice, value: state.quote.price.amount });
     tracker.applyInProviderOrder(pending.splice(0), now());
-    statusChanged(beforePending);
+    statusChanged();
     setPhase('following');
     return await follow();
   }
@@ -289,6 +286,7 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
   /** The last notification, and every target has had it (or given up) before the workflow closes. */
   async function end(outcome: 'completed' | 'cancelled' | 'failed', result?: DeliveryResult, failureType?: string): Promise<void> {
     if (!notifier.started) return; // a refused start tells nothing
+    search.end(state.status);
     const entry = tracker.note(now(), `ended: ${outcome}${failureType ? ` (${failureType})` : ''}`);
     tell('delivery.ended', { subject: 'delivery', status: state.status, outcome, failureType }, entry, result ?? state);
     await notifier.finish();
@@ -354,7 +352,7 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
     // Notifications in flight finish here if they can; what is left the next run sends (again, same event id).
     if (!notifier.outbox.idle) await condition(() => notifier.outbox.idle, NOTIFY_SETTLE_MS);
     tracker.note(now(), `continuing as new after ${workflowInfo().historyLength} events`);
-    return continueAsNew<typeof delivery>({ ...input, resume: { tracker: tracker.snapshot(), windowsChecked: [...windowsChecked], lastSignalAt, notifier: notifier.outbox.snapshot() } });
+    return continueAsNew<typeof delivery>({ ...input, resume: { tracker: tracker.snapshot(), windowsChecked: [...windowsChecked], lastSignalAt, notifier: notifier.outbox.snapshot(), statusSearch: search.policy } });
   }
 
   /**
@@ -431,7 +429,7 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
     if (withinMaxPrice(quote.price, max)) return;
 
     setPhase('awaiting_approval');
-    upsert({ key: QuotedPrice, value: quote.price.amount });
+    search.set({ key: QuotedPrice, value: quote.price.amount });
     const timeoutMs = input.approvalTimeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS;
     const waiting = tracker.note(now(), `quote ${formatMoney(quote.price)} is over the maximum ${formatMoney(max)}: waiting up to ${Math.round(timeoutMs / 1000)} s for approval`);
     tell('quote.awaiting_approval', { subject: 'quote', quote, maxPrice: max }, waiting);

@@ -1,16 +1,16 @@
 /**
  * What the delivery workflow does first, whoever started it (the client library, the Temporal
- * CLI, a Go or Java order system): check its input and workflow ID, and set the search
- * attributes that make it findable. Within the first workflow task, before any provider call or
+ * CLI, a Go or Java order system): check its input and workflow ID. Within the first workflow
+ * task, before any provider call or
  * pacing request: a bad start fails the workflow at once with the non-retryable
  * `InvalidDeliveryInput` failure naming each bad field (a thrown Error would fail the workflow
- * task instead, and be retried forever).
+ * task instead, and be retried forever). A sound start's search attributes go out later, with its
+ * first upsert (workflows/search-attributes.ts); a refused one sets OrderReference at once.
  *
  * The contract check runs as a local activity (activities/start-checks.ts says why). It is
  * started at the top of the workflow, runs while the handlers are set up, and is awaited before
  * the first provider call or pacing request.
  */
-import type { SearchAttributeUpdatePair } from '@temporalio/common';
 import { ApplicationFailure, CancellationScope, proxyLocalActivities, setHandler, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { StartCheckActivities } from '../activities/start-checks';
 import type { FieldIssue } from '../provider/schemas';
@@ -18,7 +18,7 @@ import { describeIssues } from '../provider/validation';
 import { WORKFLOW_FAILURE_TYPES } from '../contract/failures';
 import { statusQuery } from '../contract/delivery-messages';
 import { type DeliveryState, type DeliveryWorkflowInput } from '../contract/delivery-types';
-import { DestinationCount, IsFood, OrderReference } from '../contract/search-attributes';
+import { OrderReference } from '../contract/search-attributes';
 import { deliveryWorkflowId } from '../contract/workflow-ids';
 
 const checks = proxyLocalActivities<StartCheckActivities>({ startToCloseTimeout: '10 seconds', summary: 'check the start input' });
@@ -36,7 +36,7 @@ export interface StartChecks {
 export function startChecks(input: DeliveryWorkflowInput): StartChecks {
   // A run continued as new carries the state its previous run checked and built.
   if (workflowInfo().continuedFromExecutionRunId !== undefined) return { readable: true, passed: Promise.resolve() };
-  // Checked and made findable even when cancelled before its first task (a local activity: cheap).
+  // Checked even when cancelled before its first task (a local activity: cheap).
   const passed = CancellationScope.nonCancellable(() => check(input));
   passed.catch(() => undefined); // awaited later in this task: not an unhandled rejection meanwhile
   const given = input as unknown as Record<string, unknown> | null;
@@ -54,25 +54,13 @@ async function check(input: DeliveryWorkflowInput): Promise<void> {
   if (issues.length > 0) {
     const message = `invalid delivery input, nothing was quoted or created: ${describeIssues(issues)}`;
     // A refused start with a sound reference can still be found by it, and `status` says why it ended.
-    if (expectedId !== undefined && workflowInfo().workflowId === expectedId) setSearchAttributes([{ key: OrderReference, value: reference! }]);
+    if (expectedId !== undefined && workflowInfo().workflowId === expectedId) upsertSearchAttributes([{ key: OrderReference, value: reference! }]);
     const ended: DeliveryState = { reference: String(given ?? ''), phase: 'ended', destinations: [], isFood: false, timeline: [{ at: new Date().toISOString(), subject: 'workflow', source: 'workflow', note: message }] };
     setHandler(statusQuery, () => ended);
     throw ApplicationFailure.create({ type: WORKFLOW_FAILURE_TYPES.invalidInput, message, nonRetryable: true, details: [issues] });
   }
-  setSearchAttributes([
-    { key: OrderReference, value: input.reference },
-    { key: IsFood, value: input.order.is_food },
-    { key: DestinationCount, value: input.order.destinations.length },
-  ]);
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
-/** Upserts only what the starter has not set already (the client library sets them at start, so they are visible before this task). */
-function setSearchAttributes(pairs: SearchAttributeUpdatePair[]): void {
-  const current = workflowInfo().typedSearchAttributes;
-  const missing = pairs.filter((p) => current.get(p.key) !== p.value);
-  if (missing.length > 0) upsertSearchAttributes(missing);
 }

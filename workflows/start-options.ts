@@ -1,13 +1,11 @@
 /**
  * How a delivery workflow is started, by the client library and by the Nexus operation alike:
  * its deterministic ID, a reference used once ever (REJECT_DUPLICATE: a finished delivery is not
- * started again either), the search attributes visible at once (the workflow sets them itself in
- * its first task too, for starters in other languages), its summary and its priority.
+ * started again either), its summary and its priority. No search attributes: the workflow sets
+ * them with its first upsert, whoever started it (workflows/search-attributes.ts says why).
  */
-import { TypedSearchAttributes } from '@temporalio/common';
 import type { DeliveryWorkflowInput } from '../contract/delivery-types';
 import { deliveryPriority } from '../contract/priorities';
-import * as SearchAttributes from '../contract/search-attributes';
 import { deliveryWorkflowId } from '../contract/workflow-ids';
 import { deliveryStaticDetails, deliverySummary } from './details';
 
@@ -16,11 +14,6 @@ export function deliveryStartOptions(input: DeliveryWorkflowInput) {
     workflowId: deliveryWorkflowId(input.reference),
     args: [input] as [DeliveryWorkflowInput],
     workflowIdReusePolicy: 'REJECT_DUPLICATE' as const,
-    typedSearchAttributes: new TypedSearchAttributes([
-      { key: SearchAttributes.OrderReference, value: input.reference },
-      { key: SearchAttributes.IsFood, value: input.order.is_food },
-      { key: SearchAttributes.DestinationCount, value: input.order.destinations.length },
-    ]),
     staticSummary: deliverySummary(input),
     staticDetails: deliveryStaticDetails(input),
     priority: deliveryPriority(input.order.is_food),

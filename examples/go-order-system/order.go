@@ -176,11 +176,6 @@ func deliveryOptions(in OrderInput) workflow.ChildWorkflowOptions {
 		WaitForCancellation: true,
 		StaticSummary:       fmt.Sprintf("%d stops · ref %s (Go order workflow)", len(d.Order.Destinations), d.Reference),
 		Priority:            temporal.Priority{PriorityKey: priority},
-		TypedSearchAttributes: temporal.NewSearchAttributes(
-			temporal.NewSearchAttributeKeyKeyword("OrderReference").ValueSet(d.Reference),
-			temporal.NewSearchAttributeKeyBool("IsFood").ValueSet(d.Order.IsFood),
-			temporal.NewSearchAttributeKeyInt64("DestinationCount").ValueSet(int64(len(d.Order.Destinations))),
-		),
 	}
 }
 

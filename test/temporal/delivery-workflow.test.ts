@@ -147,6 +147,53 @@ describe('the delivery workflow', () => {
     await handle.terminate('test done');
   });
 
+  describe('search attributes', () => {
+    /** The keys of each search-attribute upsert in the history: each one is a billed action on Temporal Cloud. */
+    async function upserts(handle: WorkflowHandle): Promise<string[][]> {
+      const { events } = await handle.fetchHistory();
+      return (events ?? []).flatMap((e) => (e.upsertWorkflowSearchAttributesEventAttributes ? [Object.keys(e.upsertWorkflowSearchAttributesEventAttributes.searchAttributes?.indexedFields ?? {}).sort()] : []));
+    }
+    const searchAttributes = async (handle: WorkflowHandle) => Object.fromEntries((await handle.describe()).typedSearchAttributes.getAll().map((p) => [p.key.name, p.value]));
+    async function deliver(handle: WorkflowHandle, s: DeliveryState, afterPickup: () => Promise<void>): Promise<void> {
+      // One at a time, each in a workflow task of its own, as statuses minutes apart come.
+      for (const status of ['ASSIGNED', 'UPCOMING', 'PICKED_UP']) {
+        await handle.signal(statusChangedSignal, change(s, status));
+        await until(handle, (x) => x.status === status, status);
+      }
+      await afterPickup();
+      for (const d of s.destinations) await handle.signal(statusChangedSignal, change(s, 'DELIVERED', { destinationId: d.id }));
+      await handle.signal(statusChangedSignal, change(s, 'DELIVERED'));
+      await handle.result();
+    }
+
+    it('by default: the order\'s and the creation\'s in one upsert, DeliveryStatus once with the status the delivery ends in', async () => {
+      const handle = await start();
+      const s = await following(handle);
+      const created = await searchAttributes(handle);
+      expect(created).toMatchObject({ OrderReference: s.reference, IsFood: false, DestinationCount: 2, DeliveryId: s.deliveryId, QuotedPrice: 1250 });
+      expect(created.DeliveryStatus).toBeUndefined();
+      await deliver(handle, s, async () => expect((await searchAttributes(handle)).DeliveryStatus).toBeUndefined());
+      expect((await searchAttributes(handle)).DeliveryStatus).toBe('DELIVERED');
+      expect(await upserts(handle)).toEqual([['DeliveryId', 'DestinationCount', 'IsFood', 'OrderReference', 'QuotedPrice'], ['DeliveryStatus']]);
+    });
+
+    it('with DELIVERY_STATUS_SEARCH=every: DeliveryStatus follows every status, one upsert each', async () => {
+      const every = await startWorkers(forwarding, { prefix: 'wf-every', pacing: { statusSearch: 'every' } });
+      try {
+        const reference = `T-${Date.now()}-${++seq}`;
+        const { reference_number: _r, ...order } = deliveryRequest({}, 1);
+        const handle = await client.workflow.start('delivery', { taskQueue: every.taskQueue, workflowId: deliveryWorkflowId(reference), args: [{ reference, order, followUp: { endGraceMs: 0 } } satisfies DeliveryWorkflowInput] });
+        started.push(handle);
+        const s = await following(handle);
+        expect((await searchAttributes(handle)).DeliveryStatus).toBe('CREATED');
+        await deliver(handle, s, async () => expect((await searchAttributes(handle)).DeliveryStatus).toBe('PICKED_UP'));
+        expect((await upserts(handle)).filter((keys) => keys.includes('DeliveryStatus'))).toHaveLength(5); // CREATED, ASSIGNED, UPCOMING, PICKED_UP, DELIVERED
+      } finally {
+        await every.stop();
+      }
+    });
+  });
+
   describe('cancellation', () => {
     it('before creation: nothing is created', async () => {
       provider.gates.quoteDelivery = new Gate();
