@@ -21,7 +21,8 @@ import type { Simulator } from '../simulator/server';
 import { dataConverterFromEnv, generatePayloadKey } from '../temporal/payload-codec';
 import { deliveryRequest } from '../test/fixtures/orders';
 import { benchSettings, p50p99, pool, processCpuSeconds, processMemoryMiB, progressLog, shuffled, sleep, ticker, type BenchmarkOutput } from './measure';
-import { scaleCharts, type RunSeries } from './run-charts';
+import type { Series } from './charts';
+import { scaleCharts } from './run-charts';
 import { benchStack, rateLimitsEnv, startBenchCluster, startBenchServer } from './temporal';
 
 const { num } = benchSettings('SCALE');
@@ -88,7 +89,7 @@ export async function scaleBenchmark(): Promise<BenchmarkOutput> {
   let worker: Worker | undefined;
   const figures: Record<string, number | string> = { deliveries: DELIVERIES, destinations_per_delivery: DESTINATIONS };
   const workers: Worker[] = [];
-  const latencySeries: RunSeries[] = [];
+  const latencySeries: Series[] = [];
   try {
     // However this process ends (the watchdog, a signal), no child outlives it.
     process.once('exit', () => {
@@ -156,7 +157,7 @@ export async function scaleBenchmark(): Promise<BenchmarkOutput> {
       await measure(w);
     }
     await stopWorker(worker!);
-    return { figures, charts: scaleCharts(workers.map((w) => ({ label: chartLabel(w.config), points: w.rss })), latencySeries) };
+    return { figures, charts: scaleCharts(workers.map((w) => ({ name: chartLabel(w.config), points: w.rss })), latencySeries) };
   } finally {
     await stack.close();
   }
@@ -238,12 +239,12 @@ const change = (deliveryId: string, status: StatusChange['status'], occurredAt: 
 const staleChange = (deliveryId: string) => change(deliveryId, 'CREATED', new Date().toISOString());
 
 /** 3. Signal → the `status` query shows it; with `cached`, each delivery gets a stale signal first (waited for), so it is in the worker's cache. */
-async function statusLatency(w: Worker, sim: Simulator, probe: Client, sample: string[], ids: Map<string, string>, cached: boolean, series: RunSeries[]): Promise<Record<string, number>> {
+async function statusLatency(w: Worker, sim: Simulator, probe: Client, sample: string[], ids: Map<string, string>, cached: boolean, series: Series[]): Promise<Record<string, number>> {
   const what = cached ? 'status latency, deliveries just touched (in the cache)' : 'status latency, random open deliveries';
   progress(`${what}: ${sample.length}, one at a time...`);
   const latencies: number[] = [];
   const points: [number, number][] = [];
-  series.push({ label: `${chartLabel(w.config)}, ${cached ? 'just touched' : 'random'}`, points });
+  series.push({ name: `${chartLabel(w.config)}, ${cached ? 'just touched' : 'random'}`, points });
   const stopTick = ticker(progress, () => `${what}: ${latencies.length}/${sample.length}`);
   try {
     for (const reference of sample) {
