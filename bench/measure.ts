@@ -142,16 +142,21 @@ export async function serial<T>(items: T[], send: (item: T) => Promise<void>): P
 
 const TICKS_PER_SECOND = 100; // USER_HZ, 100 on every Linux this runs on
 
-/** CPU seconds (user + system, all threads) a process has used so far, from /proc; undefined when it is gone or not Linux. */
-export function processCpuSeconds(pid: number | undefined): number | undefined {
+/** A process's /proc/<pid>/stat fields after its name (its state first, then its parent); undefined when it is gone or not Linux. */
+export function procStat(pid: number | undefined): string[] | undefined {
   if (pid === undefined) return undefined;
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   } catch {
     return undefined;
   }
+}
+
+/** CPU seconds (user + system, all threads) a process has used so far, from /proc; undefined when it is gone or not Linux. */
+export function processCpuSeconds(pid: number | undefined): number | undefined {
+  const fields = procStat(pid);
+  return fields && (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
 }
 
 /** A process's resident memory now (VmRSS) and at its peak (VmHWM), in MiB, from /proc; undefined when it is gone. */

@@ -23,7 +23,7 @@ import { deliveryRequest } from '../test/fixtures/orders';
 import { benchSettings, p50p99, pool, processCpuSeconds, processMemoryMiB, progressLog, shuffled, sleep, ticker, type BenchmarkOutput } from './measure';
 import type { Series } from './charts';
 import { scaleCharts } from './run-charts';
-import { benchStack, rateLimitsEnv, startBenchCluster, startBenchServer } from './temporal';
+import { benchStack, killDescendants, rateLimitsEnv, startBenchCluster, startBenchServer } from './temporal';
 
 const { num } = benchSettings('SCALE');
 const DELIVERIES = num('DELIVERIES', 10_000);
@@ -91,16 +91,8 @@ export async function scaleBenchmark(): Promise<BenchmarkOutput> {
   const workers: Worker[] = [];
   const latencySeries: Series[] = [];
   try {
-    // However this process ends (the watchdog, a signal), no child outlives it.
-    process.once('exit', () => {
-      worker?.process.child.kill('SIGKILL');
-      try {
-        if ('kill' in dev) dev.kill();
-        else dev.process.kill('SIGKILL');
-      } catch {
-        // already gone
-      }
-    });
+    // However this process ends (the watchdog, a signal, a worker's death), no child outlives it: what still runs is killed, the rest passed over.
+    process.once('exit', () => void killDescendants());
     for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => process.exit(130));
     const { sim, url } = await stack.simulator({ rateLimits: LIMITS, autoAdvanceMs: 0, logCap: 1_000 });
     const payloadKey = generatePayloadKey('scale');

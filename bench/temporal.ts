@@ -4,7 +4,7 @@
  * the cluster of `npm run cluster`, PostgreSQL and six service processes on free ports; and
  * benchStack(), what every benchmark of the whole stack sets up around it and undoes at its end.
  */
-import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, type DataConverter } from '@temporalio/client';
@@ -14,7 +14,7 @@ import { generateWebhookSecret } from '../provider/webhook-signature';
 import { ENTRY, ProcessGroup, removeWorkflowBundleFile, workflowBundleFile, type ProcessGroupOptions } from '../scripts/processes';
 import { createSimulator, type Simulator, type SimulatorOptions } from '../simulator/server';
 import { connectClient } from '../temporal/client-connection';
-import { Cleanup } from './measure';
+import { Cleanup, procStat } from './measure';
 import { freeClusterPorts, SERVICE_PROCESSES, TemporalCluster } from '../scripts/cluster/temporal-cluster';
 import { ensureServerTools } from '../scripts/cluster/tools';
 import { ensureTemporalCli } from '../scripts/temporal-cli';
@@ -22,15 +22,7 @@ import { startDevServer, type DevServer } from '../scripts/temporal-dev-server';
 
 /** Every process this one started, and theirs (from /proc): a benchmark leaves none behind. */
 export function descendants(): number[] {
-  const parents = new Map<number, number>();
-  for (const name of readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
-    try {
-      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
-      parents.set(Number(name), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
-    } catch {
-      // gone meanwhile
-    }
-  }
+  const parents = readdirSync('/proc').filter((n) => /^\d+$/.test(n)).map((n) => [Number(n), parentPid(Number(n))] as const);
   const found = [process.pid];
   for (let i = 0; i < found.length; i++) for (const [pid, ppid] of parents) if (ppid === found[i]) found.push(pid);
   return found.slice(1);
@@ -184,11 +176,5 @@ export async function frontendRequests(metricsUrl: URL): Promise<Record<string, 
   return out;
 }
 
-function parentPid(pid: number): number | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-  } catch {
-    return undefined;
-  }
-}
+/** A process's parent, from /proc; NaN (no process's id) when it is gone meanwhile. */
+const parentPid = (pid: number) => Number(procStat(pid)?.[1]);
