@@ -80,15 +80,10 @@ export function median(xs: readonly number[]): number {
   return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 }
 
-export function summarize(latencies: readonly number[], digits = 2): { p50: number; p99: number } {
-  const sorted = [...latencies].sort((a, b) => a - b);
-  return { p50: percentile(sorted, 0.5, digits), p99: percentile(sorted, 0.99, digits) };
-}
-
 /** `<name>_p50_ms` and `<name>_p99_ms` of these latencies (NaN for none), as the result files name them. */
 export function p50p99(name: string, ms: readonly number[], digits = 2): Record<string, number> {
-  const { p50, p99 } = summarize(ms, digits);
-  return { [`${name}_p50_ms`]: p50, [`${name}_p99_ms`]: p99 };
+  const sorted = [...ms].sort((a, b) => a - b);
+  return { [`${name}_p50_ms`]: percentile(sorted, 0.5, digits), [`${name}_p99_ms`]: percentile(sorted, 0.99, digits) };
 }
 
 /** Runs `one` over the items (and their index) with `concurrency` callers; answers items per second. */
