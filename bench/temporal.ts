@@ -133,7 +133,7 @@ export async function benchStack<S>(progress: (line: string) => void, start: (pr
     async bridge(apiUrl: string, sim?: Simulator) {
       const secret = generateWebhookSecret();
       const process = await startProcess('bridge', apiUrl, { DELIVERY_WEBHOOK_SECRETS: secret, BRIDGE_HOST: '127.0.0.1', BRIDGE_PORT: '0', BRIDGE_ADMIN_PORT: '0' });
-      const url = bridgeUrl(process.output());
+      const url = /^bridge: listening on (\S+)/m.exec(process.output())![1]!; // its ready line
       sim?.setWebhookEndpoint({ url, secret });
       return { process, url, secret };
     },
@@ -161,9 +161,6 @@ export async function histories(client: Client, workflowId: string): Promise<tem
   for (const runId of runs) events.push(...((await client.workflow.getHandle(workflowId, runId).fetchHistory()).events ?? []));
   return events;
 }
-
-/** The URL a bridge started on port 0 listens on, from its ready line. */
-export const bridgeUrl = (output: string) => /^bridge: listening on (\S+)/m.exec(output)![1]!;
 
 /** Requests the dev server's frontend has answered so far, by operation, from its Prometheus endpoint (`--metrics-port`). */
 export async function frontendRequests(metricsUrl: URL): Promise<Record<string, number>> {
