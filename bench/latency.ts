@@ -7,7 +7,6 @@ import { DeliveryClient } from '../client/delivery-client';
 import { deliveryRequest, destination } from '../test/fixtures/orders';
 import { benchStack, rateLimitsEnv, scaledLimits, startBenchCluster, startBenchServer } from './temporal';
 import { benchSettings, openLoop, p50p99, progressLog, sleep } from './measure';
-import { ENTRY, removeWorkflowBundleFile, workflowBundleFile } from '../scripts/processes';
 
 const { num } = benchSettings('LATENCY');
 const SCALE = num('SCALE', 60);
@@ -23,8 +22,8 @@ export async function latencyBenchmark(): Promise<Record<string, number | string
     try {
       const { url } = await stack.simulator({ timeScale: SCALE });
       const taskQueue = `latency-${label}-${Date.now().toString(36)}`;
-      const env = { ...stack.env(url), LOG_LEVEL: 'WARN', DELIVERY_TASK_QUEUE: taskQueue, PROVIDER_RATE_LIMITS: rateLimitsEnv(scaledLimits(SCALE)), PROVIDER_QUOTE_MIN_REMAINING_MS: String(Math.round(60_000 / SCALE)), WORKER_WORKFLOW_BUNDLE: await workflowBundleFile() };
-      await Promise.all([1, 2].map((i) => stack.processes.start({ name: `worker-${i}`, ...ENTRY.worker, env })));
+      const env = { LOG_LEVEL: 'WARN', DELIVERY_TASK_QUEUE: taskQueue, PROVIDER_RATE_LIMITS: rateLimitsEnv(scaledLimits(SCALE)), PROVIDER_QUOTE_MIN_REMAINING_MS: String(Math.round(60_000 / SCALE)), WORKER_WORKFLOW_BUNDLE: await stack.bundle() };
+      await Promise.all([1, 2].map((i) => stack.start('worker', url, env, { name: `worker-${i}`, inherit: true })));
       const client = new DeliveryClient({ temporal: await stack.client(), taskQueue });
       const references = Array.from({ length: ORDERS }, (_, n) => `${taskQueue}-${n}`);
       const latencies = await openLoop(references, RATE, async (reference) => {
@@ -42,6 +41,5 @@ export async function latencyBenchmark(): Promise<Record<string, number | string
       await stack.close();
     }
   }
-  await removeWorkflowBundleFile();
   return figures;
 }

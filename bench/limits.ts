@@ -24,7 +24,7 @@ import type { DeliveryOrder, DeliveryState } from '../contract/delivery-types';
 import { quoteFingerprint } from '../workflows/quote-fingerprint';
 import { deliveryWorkflowId, gateWorkflowId } from '../contract/workflow-ids';
 import { providerTaskQueues } from '../contract/task-queues';
-import { limitsCharts, type BacklogSamples } from './limits-charts';
+import { limitsCharts, type BacklogSamples } from './run-charts';
 import { backlogCounter, leastCreationTimes, leastDrainMs, round, windowUse } from './limits-figures';
 import { benchSettings, median, pool, progressLog, sleep, ticker, type BenchmarkOutput } from './measure';
 import { setCurrentVersion, waitForVersion } from '../temporal/worker-deployment';

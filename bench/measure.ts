@@ -80,15 +80,10 @@ export function median(xs: readonly number[]): number {
   return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 }
 
-export function summarize(latencies: readonly number[], digits = 2): { p50: number; p99: number } {
-  const sorted = [...latencies].sort((a, b) => a - b);
-  return { p50: percentile(sorted, 0.5, digits), p99: percentile(sorted, 0.99, digits) };
-}
-
 /** `<name>_p50_ms` and `<name>_p99_ms` of these latencies (NaN for none), as the result files name them. */
 export function p50p99(name: string, ms: readonly number[], digits = 2): Record<string, number> {
-  const { p50, p99 } = summarize(ms, digits);
-  return { [`${name}_p50_ms`]: p50, [`${name}_p99_ms`]: p99 };
+  const sorted = [...ms].sort((a, b) => a - b);
+  return { [`${name}_p50_ms`]: percentile(sorted, 0.5, digits), [`${name}_p99_ms`]: percentile(sorted, 0.99, digits) };
 }
 
 /** Runs `one` over the items (and their index) with `concurrency` callers; answers items per second. */
@@ -142,16 +137,21 @@ export async function serial<T>(items: T[], send: (item: T) => Promise<void>): P
 
 const TICKS_PER_SECOND = 100; // USER_HZ, 100 on every Linux this runs on
 
-/** CPU seconds (user + system, all threads) a process has used so far, from /proc; undefined when it is gone or not Linux. */
-export function processCpuSeconds(pid: number | undefined): number | undefined {
+/** A process's /proc/<pid>/stat fields after its name (its state first, then its parent); undefined when it is gone or not Linux. */
+export function procStat(pid: number | undefined): string[] | undefined {
   if (pid === undefined) return undefined;
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   } catch {
     return undefined;
   }
+}
+
+/** CPU seconds (user + system, all threads) a process has used so far, from /proc; undefined when it is gone or not Linux. */
+export function processCpuSeconds(pid: number | undefined): number | undefined {
+  const fields = procStat(pid);
+  return fields && (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
 }
 
 /** A process's resident memory now (VmRSS) and at its peak (VmHWM), in MiB, from /proc; undefined when it is gone. */

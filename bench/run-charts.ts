@@ -1,12 +1,7 @@
-/** The webhooks, scale and notify benchmarks' charts, drawn from each run's own samples (bench/charts.ts). */
-import { barChart, lineChart } from './charts';
+/** The limits, webhooks, scale and notify benchmarks' charts, drawn from each run's own samples (bench/charts.ts). */
+import type { RateLimit } from '../provider/limits';
+import { barChart, lineChart, trailingWindowSeries, type Series } from './charts';
 import { percentile } from './measure';
-
-/** A series over the run: [seconds since the benchmark started, value]. */
-export interface RunSeries {
-  label: string;
-  points: readonly (readonly [number, number])[];
-}
 
 /** p50, p90 and p99 of each sample set side by side, each named with its count: a bar chart. */
 function percentileBars(title: string, sets: readonly { label: string; latencies: readonly number[] }[]): string {
@@ -20,13 +15,12 @@ export function webhooksCharts(ack: readonly { label: string; latencies: readonl
   return { ack: percentileBars('acknowledgement latency: the bridge beside raw signals', ack) };
 }
 
-/** The scale run's worker memory and signal → status latency over the run. */
-export function scaleCharts(rss: readonly RunSeries[], statusLatency: readonly RunSeries[]): Record<string, string> {
+/** The scale run's worker memory and signal → status latency over the run: [seconds since the benchmark started, value]. */
+export function scaleCharts(rss: readonly Series[], statusLatency: readonly Series[]): Record<string, string> {
   const xLabel = 'seconds since the benchmark started';
-  const series = (runs: readonly RunSeries[]) => runs.map((s) => ({ name: s.label, points: s.points }));
   return {
-    rss: lineChart({ title: 'worker resident memory (VmRSS, sampled every second)', xLabel, yLabel: 'MiB', series: series(rss) }),
-    'status-latency': lineChart({ title: 'signal → status query shows it, one delivery at a time', xLabel, yLabel: 'ms', series: series(statusLatency) }),
+    rss: lineChart({ title: 'worker resident memory (VmRSS, sampled every second)', xLabel, yLabel: 'MiB', series: rss }),
+    'status-latency': lineChart({ title: 'signal → status query shows it, one delivery at a time', xLabel, yLabel: 'ms', series: statusLatency }),
   };
 }
 
@@ -52,6 +46,48 @@ export function notifyCharts(o: { latency: { worst: Paths; low: Paths }; rates: 
       yLabel: '% of one core',
       series: ['told (signal + HTTP endpoint)', 'followed by watch, 500 ms'],
       groups: (Object.keys(parts) as (keyof Cpu)[]).map((k) => ({ label: parts[k], values: [o.cpu.told[k], o.cpu.watched[k]] })),
+    }),
+  };
+}
+
+/** The limits benchmark's samples of one approach: provider calls in the trailing window against the limit, and the backlog's drain. */
+export interface BacklogSamples {
+  /** 'pacing gate', 'task-queue limit', 'naive client'. */
+  label: string;
+  /** When the first order was started (ms). */
+  t0: number;
+  /** Accepted quote and creation calls at the provider (ms), from its request log. */
+  quotes: number[];
+  creations: number[];
+  /** When each order's delivery was created (ms). */
+  createdAt: number[];
+}
+
+/** Orders still waiting to be created, from `total` down to 0. */
+export function drainSeries(name: string, total: number, createdAtS: readonly number[]): Series {
+  const points: [number, number][] = [[0, total]];
+  [...createdAtS].sort((a, b) => a - b).forEach((t, i) => points.push([t, total - i - 1]));
+  return { name, points, step: true };
+}
+
+export function limitsCharts(samples: readonly BacklogSamples[], limits: { quotes: RateLimit; creations: RateLimit }, orders: number, leastCreatedAtMs: readonly number[]): Record<string, string> {
+  const s = (x: BacklogSamples, ts: readonly number[]) => ts.map((t) => (t - x.t0) / 1000);
+  const calls = (family: 'quotes' | 'creations', limit: RateLimit) =>
+    lineChart({
+      title: `${family} in the trailing ${limit.windowMs / 1000} s window`,
+      xLabel: 'seconds since the first order',
+      yLabel: `${family} accepted in the window`,
+      series: samples.map((x) => trailingWindowSeries(x.label, s(x, x[family]), limit.windowMs / 1000)),
+      references: [{ y: limit.limit, label: `provider limit: ${limit.limit} per ${limit.windowMs / 1000} s` }],
+    });
+  return {
+    creations: calls('creations', limits.creations),
+    quotes: calls('quotes', limits.quotes),
+    drain: lineChart({
+      title: `backlog of ${orders} orders`,
+      xLabel: 'seconds since the first order',
+      yLabel: 'orders not yet created',
+      series: [...samples.map((x) => drainSeries(x.label, orders, s(x, x.createdAt))), drainSeries('least possible', orders, leastCreatedAtMs.map((t) => t / 1000))],
     }),
   };
 }

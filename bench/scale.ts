@@ -21,8 +21,9 @@ import type { Simulator } from '../simulator/server';
 import { dataConverterFromEnv, generatePayloadKey } from '../temporal/payload-codec';
 import { deliveryRequest } from '../test/fixtures/orders';
 import { benchSettings, p50p99, pool, processCpuSeconds, processMemoryMiB, progressLog, shuffled, sleep, ticker, type BenchmarkOutput } from './measure';
-import { scaleCharts, type RunSeries } from './run-charts';
-import { benchStack, rateLimitsEnv, startBenchCluster, startBenchServer } from './temporal';
+import type { Series } from './charts';
+import { scaleCharts } from './run-charts';
+import { benchStack, killDescendants, rateLimitsEnv, startBenchCluster, startBenchServer } from './temporal';
 
 const { num } = benchSettings('SCALE');
 const DELIVERIES = num('DELIVERIES', 10_000);
@@ -88,18 +89,10 @@ export async function scaleBenchmark(): Promise<BenchmarkOutput> {
   let worker: Worker | undefined;
   const figures: Record<string, number | string> = { deliveries: DELIVERIES, destinations_per_delivery: DESTINATIONS };
   const workers: Worker[] = [];
-  const latencySeries: RunSeries[] = [];
+  const latencySeries: Series[] = [];
   try {
-    // However this process ends (the watchdog, a signal), no child outlives it.
-    process.once('exit', () => {
-      worker?.process.child.kill('SIGKILL');
-      try {
-        if ('kill' in dev) dev.kill();
-        else dev.process.kill('SIGKILL');
-      } catch {
-        // already gone
-      }
-    });
+    // However this process ends (the watchdog, a signal, a worker's death), no child outlives it: what still runs is killed, the rest passed over.
+    process.once('exit', () => void killDescendants());
     for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => process.exit(130));
     const { sim, url } = await stack.simulator({ rateLimits: LIMITS, autoAdvanceMs: 0, logCap: 1_000 });
     const payloadKey = generatePayloadKey('scale');
@@ -156,7 +149,7 @@ export async function scaleBenchmark(): Promise<BenchmarkOutput> {
       await measure(w);
     }
     await stopWorker(worker!);
-    return { figures, charts: scaleCharts(workers.map((w) => ({ label: chartLabel(w.config), points: w.rss })), latencySeries) };
+    return { figures, charts: scaleCharts(workers.map((w) => ({ name: chartLabel(w.config), points: w.rss })), latencySeries) };
   } finally {
     await stack.close();
   }
@@ -238,12 +231,12 @@ const change = (deliveryId: string, status: StatusChange['status'], occurredAt: 
 const staleChange = (deliveryId: string) => change(deliveryId, 'CREATED', new Date().toISOString());
 
 /** 3. Signal → the `status` query shows it; with `cached`, each delivery gets a stale signal first (waited for), so it is in the worker's cache. */
-async function statusLatency(w: Worker, sim: Simulator, probe: Client, sample: string[], ids: Map<string, string>, cached: boolean, series: RunSeries[]): Promise<Record<string, number>> {
+async function statusLatency(w: Worker, sim: Simulator, probe: Client, sample: string[], ids: Map<string, string>, cached: boolean, series: Series[]): Promise<Record<string, number>> {
   const what = cached ? 'status latency, deliveries just touched (in the cache)' : 'status latency, random open deliveries';
   progress(`${what}: ${sample.length}, one at a time...`);
   const latencies: number[] = [];
   const points: [number, number][] = [];
-  series.push({ label: `${chartLabel(w.config)}, ${cached ? 'just touched' : 'random'}`, points });
+  series.push({ name: `${chartLabel(w.config)}, ${cached ? 'just touched' : 'random'}`, points });
   const stopTick = ticker(progress, () => `${what}: ${latencies.length}/${sample.length}`);
   try {
     for (const reference of sample) {

@@ -4,7 +4,7 @@
  * the cluster of `npm run cluster`, PostgreSQL and six service processes on free ports; and
  * benchStack(), what every benchmark of the whole stack sets up around it and undoes at its end.
  */
-import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, type DataConverter } from '@temporalio/client';
@@ -14,7 +14,7 @@ import { generateWebhookSecret } from '../provider/webhook-signature';
 import { ENTRY, ProcessGroup, removeWorkflowBundleFile, workflowBundleFile, type ProcessGroupOptions } from '../scripts/processes';
 import { createSimulator, type Simulator, type SimulatorOptions } from '../simulator/server';
 import { connectClient } from '../temporal/client-connection';
-import { Cleanup } from './measure';
+import { Cleanup, procStat } from './measure';
 import { freeClusterPorts, SERVICE_PROCESSES, TemporalCluster } from '../scripts/cluster/temporal-cluster';
 import { ensureServerTools } from '../scripts/cluster/tools';
 import { ensureTemporalCli } from '../scripts/temporal-cli';
@@ -22,15 +22,7 @@ import { startDevServer, type DevServer } from '../scripts/temporal-dev-server';
 
 /** Every process this one started, and theirs (from /proc): a benchmark leaves none behind. */
 export function descendants(): number[] {
-  const parents = new Map<number, number>();
-  for (const name of readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
-    try {
-      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
-      parents.set(Number(name), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
-    } catch {
-      // gone meanwhile
-    }
-  }
+  const parents = readdirSync('/proc').filter((n) => /^\d+$/.test(n)).map((n) => [Number(n), parentPid(Number(n))] as const);
   const found = [process.pid];
   for (let i = 0; i < found.length; i++) for (const [pid, ppid] of parents) if (ppid === found[i]) found.push(pid);
   return found.slice(1);
@@ -141,7 +133,7 @@ export async function benchStack<S>(progress: (line: string) => void, start: (pr
     async bridge(apiUrl: string, sim?: Simulator) {
       const secret = generateWebhookSecret();
       const process = await startProcess('bridge', apiUrl, { DELIVERY_WEBHOOK_SECRETS: secret, BRIDGE_HOST: '127.0.0.1', BRIDGE_PORT: '0', BRIDGE_ADMIN_PORT: '0' });
-      const url = bridgeUrl(process.output());
+      const url = /^bridge: listening on (\S+)/m.exec(process.output())![1]!; // its ready line
       sim?.setWebhookEndpoint({ url, secret });
       return { process, url, secret };
     },
@@ -170,9 +162,6 @@ export async function histories(client: Client, workflowId: string): Promise<tem
   return events;
 }
 
-/** The URL a bridge started on port 0 listens on, from its ready line. */
-export const bridgeUrl = (output: string) => /^bridge: listening on (\S+)/m.exec(output)![1]!;
-
 /** Requests the dev server's frontend has answered so far, by operation, from its Prometheus endpoint (`--metrics-port`). */
 export async function frontendRequests(metricsUrl: URL): Promise<Record<string, number>> {
   const text = await (await fetch(metricsUrl)).text();
@@ -184,11 +173,5 @@ export async function frontendRequests(metricsUrl: URL): Promise<Record<string, 
   return out;
 }
 
-function parentPid(pid: number): number | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-  } catch {
-    return undefined;
-  }
-}
+/** A process's parent, from /proc; NaN (no process's id) when it is gone meanwhile. */
+const parentPid = (pid: number) => Number(procStat(pid)?.[1]);

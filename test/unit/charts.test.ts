@@ -1,6 +1,5 @@
 import { lineChart, niceTicks, trailingWindowSeries } from '../../bench/charts';
-import { drainSeries, limitsCharts } from '../../bench/limits-charts';
-import { scaleCharts, webhooksCharts } from '../../bench/run-charts';
+import { drainSeries, limitsCharts, scaleCharts, webhooksCharts } from '../../bench/run-charts';
 
 /** The y pixel of every vertex of the named series' polyline. */
 function vertexYs(svg: string, name: string): number[] {
@@ -75,10 +74,10 @@ describe('benchmark charts', () => {
   it('draws the scale benchmark from its samples: worker memory and status latency over the run', () => {
     const charts = scaleCharts(
       [
-        { label: 'cache 500, heap 512 MiB', points: [[0, 90], [1, 250], [2, 400]] },
-        { label: 'cache 100, heap 384 MiB', points: [[100, 95], [101, 180]] },
+        { name: 'cache 500, heap 512 MiB', points: [[0, 90], [1, 250], [2, 400]] },
+        { name: 'cache 100, heap 384 MiB', points: [[100, 95], [101, 180]] },
       ],
-      [{ label: 'cache 500, heap 512 MiB, random', points: [[50, 12], [51, 30], [52, 9]] }],
+      [{ name: 'cache 500, heap 512 MiB, random', points: [[50, 12], [51, 30], [52, 9]] }],
     );
     expect(Object.keys(charts).sort()).toEqual(['rss', 'status-latency']);
     const rss = vertexYs(charts.rss!, 'cache 500, heap 512 MiB');
