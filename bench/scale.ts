@@ -195,8 +195,8 @@ async function waitFollowing(sim: Simulator, probe: Client, workerPid: number | 
   const cpuNow = () => [processCpuSeconds(workerPid)!, serverPids().reduce((sum, pid) => sum + (processCpuSeconds(pid) ?? 0), 0)];
   const cpu0 = cpuNow();
   const created = () => sim.context.store.size;
-  // DeliveryStatus is set in the same workflow task that enters phase 'following'.
-  const following = `WorkflowType = 'delivery' AND TaskQueue = '${TASK_QUEUE}' AND ExecutionStatus = 'Running' AND DeliveryStatus = 'CREATED'`;
+  // The creation's upsert (QuotedPrice with it) is made in the workflow task that enters phase 'following'.
+  const following = `WorkflowType = 'delivery' AND TaskQueue = '${TASK_QUEUE}' AND ExecutionStatus = 'Running' AND QuotedPrice >= 0`;
   const stopTick = ticker(progress, () => `created ${created()}/${references.length} at the simulator`);
   progress(`the worker quotes, creates and follows ${references.length} deliveries...`);
   try {
