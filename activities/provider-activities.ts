@@ -26,7 +26,7 @@ export type CreateInGateInput = CreateDeliveryInput & { lookFirst: boolean };
 /** `httpTimeoutMs`: the API client's timeout of one call. */
 export function createProviderActivities(provider: ProviderClient, o: { httpTimeoutMs?: number } = {}) {
   const signal = () => Context.current().cancellationSignal;
-  // A slot is timed on the monotonic clock, never the wall clock, which may be off (docs/operations.md, "Clocks").
+  // A slot is timed on the monotonic clock, never the wall clock, which may be off (docs/deploying.md, "Clocks").
   const now = () => performance.now();
   /** Waits for the slot, then returns a check to run right before each send, and the time left of the slot's call. */
   const inSlot = async ({ delayMs, sendWithinMs }: SlotTiming) => {

@@ -7,7 +7,7 @@ import type { Priority } from '@temporalio/common';
  * default key is 3 of 5). When a burst of orders backs up in the delivery task queue, food
  * workflows reach the pacing gate first and get the first window's slots, where the gate's own
  * food-first queue order cannot help because nothing is queued there yet. Needs a
- * server with the priority matcher (`matching.useNewMatcher`, docs/operations.md); a server
+ * server with the priority matcher (`matching.useNewMatcher`, docs/deploying.md); a server
  * without it ignores the key.
  */
 export function deliveryPriority(isFood: boolean): Priority {

@@ -7,7 +7,7 @@
  *   npm run rollout -- --abort                   the version current before the last switch is current again
  *   ... --watch                                  then reports every 15 s until the old versions are drained
  * Open deliveries stay on the build they started on (PINNED); the pacing gate moves at once
- * (AUTO_UPGRADE). docs/operations.md, "Deploying a change", gives the whole procedure.
+ * (AUTO_UPGRADE). docs/deploying.md, "Deploying a change", gives the whole procedure.
  * Exit codes: 0 done, 1 unexpected error, 2 bad usage, 3 version not ready (no pollers), 4 stranded deliveries.
  */
 import { parseArgs } from 'node:util';

@@ -1,5 +1,5 @@
 /**
- * Worker Deployment Versioning (docs/operations.md, "Deploying a change"). Every worker process
+ * Worker Deployment Versioning (docs/deploying.md, "Deploying a change"). Every worker process
  * is a version of one deployment (`delivery-orchestrator` unless WORKER_DEPLOYMENT_NAME says
  * otherwise), named by its build id. A delivery is PINNED: it finishes on the build it started
  * on, so a change that does not replay against open histories can still be shipped. The pacing

@@ -20,7 +20,7 @@
  * slot until a window (+ margin) after the end. The server never starts the activity after its
  * schedule-to-start timeout, and the activity sends only while its call can still end within the
  * schedule-to-close timeout, timed on the worker's monotonic clock from its start: no worker's
- * wall clock is read (docs/operations.md, "Clocks"). A slot that frees within the lead time gets
+ * wall clock is read (docs/deploying.md, "Clocks"). A slot that frees within the lead time gets
  * its call scheduled now, with the rest as delay.
  *
  * Order: food first, then by first request. A 429 pauses its family until Retry-After. A failure

@@ -2,7 +2,7 @@
  * Recorded workflow histories for the replay test (test/temporal/replay.test.ts). Before the first
  * release there is one folder, `baseline`, recorded again (old one deleted) whenever workflow code
  * changes: `RECORD_HISTORIES=baseline npx jest test/temporal/delivery-workflow test/temporal/replay-under-load test/temporal/gate-survival test/temporal/notifications`.
- * From the first release on, generations are kept (docs/operations.md, "Versioning").
+ * From the first release on, generations are kept (docs/deploying.md, "Versioning").
  */
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';

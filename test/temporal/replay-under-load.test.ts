@@ -4,7 +4,7 @@
  * resolves that activity a task earlier. Code that depends on the task it runs in (a patched()
  * call after a local activity did) then cannot be replayed: the ended delivery cannot be queried
  * and a restarted worker cannot go on with it. CI caught that once in 317 tests; 40 deliveries at
- * once showed it in 3 of 40 (docs/operations.md, "Versioning").
+ * once showed it in 3 of 40 (docs/deploying.md, "Versioning").
  *
  * With RECORD_HISTORIES=<folder>, the histories of that shape are saved for the replay test.
  */

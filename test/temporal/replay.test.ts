@@ -1,7 +1,7 @@
 /**
  * Determinism guard: every recorded history in test/histories/ must replay against the current
  * workflow code. Before the first release there is one baseline, re-recorded when workflow code
- * changes (docs/operations.md, "Versioning"); from the first release on, a change that would
+ * changes (docs/deploying.md, "Versioning"); from the first release on, a change that would
  * break running workflows fails here.
  */
 import { Worker } from '@temporalio/worker';

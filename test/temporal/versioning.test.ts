@@ -1,5 +1,5 @@
 /**
- * Shipping a change while deliveries are in flight (docs/operations.md, "Deploying a change"),
+ * Shipping a change while deliveries are in flight (docs/deploying.md, "Deploying a change"),
  * everything real: versioned workers of two builds side by side on one task queue, the simulator
  * enforcing its rolling windows, the rollout command's own functions switching versions. Build B's
  * delivery workflow does not replay A's histories (test/temporal/fixtures/incompatible-workflows.ts),
