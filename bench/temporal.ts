@@ -14,6 +14,7 @@ import { generateWebhookSecret } from '../provider/webhook-signature';
 import { ENTRY, ProcessGroup, removeWorkflowBundleFile, workflowBundleFile, type ProcessGroupOptions } from '../scripts/processes';
 import { createSimulator, type Simulator, type SimulatorOptions } from '../simulator/server';
 import { connectClient } from '../temporal/client-connection';
+import { defaultBuildId } from '../temporal/worker-deployment';
 import { Cleanup, procStat } from './measure';
 import { freeClusterPorts, SERVICE_PROCESSES, TemporalCluster } from '../scripts/cluster/temporal-cluster';
 import { ensureServerTools } from '../scripts/cluster/tools';
@@ -95,8 +96,11 @@ export async function benchStack<S>(progress: (line: string) => void, start: (pr
   cleanup.add(() => clearTimeout(watchdog));
   const processes = new ProcessGroup({ maxOutputChars: 200_000, ...group });
   cleanup.add(() => processes.stopAll());
-  /** What every worker and bridge of the run is told: this Temporal and the provider at `apiUrl`. */
-  const env = (apiUrl: string, apiKey = 'sandbox-key') => ({ TEMPORAL_ADDRESS: server.address, TEMPORAL_NAMESPACE: server.namespace, DELIVERY_API_URL: apiUrl, DELIVERY_API_KEY: apiKey });
+  // One build for every worker of the run, read once: a commit made while it runs would start the next worker as
+  // another version, which cannot take the deliveries pinned to the first (a run's own versions set WORKER_BUILD_ID).
+  const buildId = defaultBuildId();
+  /** What every worker and bridge of the run is told: this Temporal, the provider at `apiUrl`, the run's build. */
+  const env = (apiUrl: string, apiKey = 'sandbox-key') => ({ TEMPORAL_ADDRESS: server.address, TEMPORAL_NAMESPACE: server.namespace, DELIVERY_API_URL: apiUrl, DELIVERY_API_KEY: apiKey, WORKER_BUILD_ID: buildId });
   /**
    * A worker or a bridge as a process of its own, told `extra` besides; its log goes to a file (a bridge logs a line per
    * webhook). `inherit`: it also reads this process's settings (a run's WORKER_* from the command line), else none of them.
