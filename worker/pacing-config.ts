@@ -19,11 +19,12 @@ import { z } from 'zod';
 import { PROVIDER_RATE_LIMITS, type CallFamily, type RateLimit } from '../provider/limits';
 import { parseEnv } from '../provider/validation';
 import type { PacingSettings } from '../contract/gate-messages';
-import { STATUS_SEARCH } from '../contract/search-attributes';
+import { STATUS_SEARCH, type StatusSearch } from '../contract/search-attributes';
 
 export type { PacingSettings };
 
-export const DEFAULT_PACING: PacingSettings = { pacing: 'gate', limits: { ...PROVIDER_RATE_LIMITS }, marginMs: 250, callTimeoutMs: 30_000, quoteMinRemainingMs: 60_000, leadMs: 1_000, gateHistoryLimit: 5_000, statusSearch: 'final' };
+const DEFAULT_STATUS_SEARCH: StatusSearch = 'final';
+export const DEFAULT_PACING: PacingSettings = { pacing: 'gate', limits: { ...PROVIDER_RATE_LIMITS }, marginMs: 250, callTimeoutMs: 30_000, quoteMinRemainingMs: 60_000, leadMs: 1_000, gateHistoryLimit: 5_000, statusSearch: DEFAULT_STATUS_SEARCH };
 
 const UNITS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 };
 const FAMILIES: readonly CallFamily[] = ['creations', 'quotes', 'other'];
@@ -72,7 +73,7 @@ const PacingEnvSchema = z.object({
   PROVIDER_PACING_LEAD_MS: ms(0, 60_000, DEFAULT_PACING.leadMs),
   PROVIDER_QUOTE_MIN_REMAINING_MS: ms(0, 3_600_000, DEFAULT_PACING.quoteMinRemainingMs),
   PROVIDER_PACING_GATE_HISTORY_LIMIT: z.coerce.number().int().min(100).max(40_000).default(DEFAULT_PACING.gateHistoryLimit),
-  DELIVERY_STATUS_SEARCH: z.enum(STATUS_SEARCH, { message: 'must be "final" or "every"' }).default('final'),
+  DELIVERY_STATUS_SEARCH: z.enum(STATUS_SEARCH, { message: 'must be "final" or "every"' }).default(DEFAULT_STATUS_SEARCH),
 });
 
 export function pacingSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): PacingSettings {

@@ -133,7 +133,7 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
     refreshDetails();
   };
   const search = new DeliverySearch(input);
-  if (input.resume) search.policy = input.resume.statusSearch ?? 'every';
+  if (input.resume) search.statusSearch = input.resume.statusSearch;
   const statusChanged = () => search.status(state.status, tracker.ended);
   const endBeforeCreation = (note: string) => {
     state.cancellation = { requestedAt: now().toISOString(), outcome: 'before_creation' };
@@ -245,7 +245,7 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
       await checked.passed; // before any provider call or pacing request
       notifier.start();
       pacing = await pacingSettings();
-      search.policy = pacing.statusSearch ?? 'every';
+      search.statusSearch = pacing.statusSearch;
       // The gate tells of the quote while it goes on to create (a quote within the maximum price).
       gate = pacing.pacing === 'gate' ? new GateCalls(pacing, (quote, shared) => takeQuote(quote, shared) && setPhase('creating')) : undefined;
       refreshDetails();
@@ -352,7 +352,7 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
     // Notifications in flight finish here if they can; what is left the next run sends (again, same event id).
     if (!notifier.outbox.idle) await condition(() => notifier.outbox.idle, NOTIFY_SETTLE_MS);
     tracker.note(now(), `continuing as new after ${workflowInfo().historyLength} events`);
-    return continueAsNew<typeof delivery>({ ...input, resume: { tracker: tracker.snapshot(), windowsChecked: [...windowsChecked], lastSignalAt, notifier: notifier.outbox.snapshot(), statusSearch: search.policy } });
+    return continueAsNew<typeof delivery>({ ...input, resume: { tracker: tracker.snapshot(), windowsChecked: [...windowsChecked], lastSignalAt, notifier: notifier.outbox.snapshot(), statusSearch: search.statusSearch } });
   }
 
   /**

@@ -34,8 +34,7 @@ export class DeliverySearch {
   /** Set already: by a run this one continued from, or by a starter that still sets them. */
   private orderSet: boolean;
   private statusSet: string | undefined;
-  /** `every` until the worker's settings are read: the behaviour of the workers before the setting. */
-  policy: StatusSearch = 'every';
+  private policy: StatusSearch = 'every';
 
   constructor(private readonly input: Pick<DeliveryWorkflowInput, 'reference' | 'order'>) {
     const current = workflowInfo().typedSearchAttributes;
@@ -43,13 +42,16 @@ export class DeliverySearch {
     this.statusSet = current.get(DeliveryStatus);
   }
 
+  /** The worker's DELIVERY_STATUS_SEARCH, once read; absent (settings of the workers before it, or not read yet): `every`. */
+  get statusSearch(): StatusSearch {
+    return this.policy;
+  }
+  set statusSearch(policy: StatusSearch | undefined) {
+    this.policy = policy ?? 'every';
+  }
+
   set(pair: SearchAttributeUpdatePair): void {
-    if (!this.orderSet) {
-      this.orderSet = true;
-      this.upsert({ key: OrderReference, value: this.input.reference });
-      this.upsert({ key: IsFood, value: this.input.order.is_food });
-      this.upsert({ key: DestinationCount, value: this.input.order.destinations.length });
-    }
+    this.setOrder();
     this.upsert(pair);
   }
 
@@ -63,6 +65,15 @@ export class DeliverySearch {
   /** At the workflow's end: a delivery that never reached its creation is findable by its order too. */
   end(status: string | undefined): void {
     if (status !== undefined) this.status(status, true);
-    else if (!this.orderSet) this.set({ key: OrderReference, value: this.input.reference });
+    else this.setOrder();
+  }
+
+  /** The order's own attributes, with the first upsert this run makes. */
+  private setOrder(): void {
+    if (this.orderSet) return;
+    this.orderSet = true;
+    this.upsert({ key: OrderReference, value: this.input.reference });
+    this.upsert({ key: IsFood, value: this.input.order.is_food });
+    this.upsert({ key: DestinationCount, value: this.input.order.destinations.length });
   }
 }
