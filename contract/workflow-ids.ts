@@ -1,15 +1,33 @@
 /** Workflow IDs: deterministic, so the bridge, operators and workers address a workflow without looking it up. */
+import { DEFAULT_ACCOUNT } from './accounts';
 
-/** `delivery:<reference>`: deterministic, so the bridge and operators can address it directly. */
-export function deliveryWorkflowId(reference: string): string {
-  return `delivery:${reference}`;
+const DEFAULT_PREFIX = 'delivery:';
+const ACCOUNT_PREFIX = 'delivery@';
+
+/**
+ * `delivery:<reference>` for the `default` account (the form before accounts existed), and
+ * `delivery@<account>:<reference>` for every other: the two forms differ at their 9th character,
+ * and an account id never holds `:`, so the first `:` ends it. No two (account, reference) pairs
+ * share an ID.
+ */
+export function deliveryWorkflowId(reference: string, account: string = DEFAULT_ACCOUNT): string {
+  return account === DEFAULT_ACCOUNT ? `${DEFAULT_PREFIX}${reference}` : `${ACCOUNT_PREFIX}${account}:${reference}`;
+}
+
+/** The account and reference a delivery workflow ID names; undefined for any other ID. */
+export function parseDeliveryWorkflowId(workflowId: string): { account: string; reference: string } | undefined {
+  if (workflowId.startsWith(DEFAULT_PREFIX)) return { account: DEFAULT_ACCOUNT, reference: workflowId.slice(DEFAULT_PREFIX.length) };
+  if (!workflowId.startsWith(ACCOUNT_PREFIX)) return undefined;
+  const colon = workflowId.indexOf(':', ACCOUNT_PREFIX.length);
+  if (colon <= ACCOUNT_PREFIX.length) return undefined;
+  return { account: workflowId.slice(ACCOUNT_PREFIX.length, colon), reference: workflowId.slice(colon + 1) };
 }
 
 export function referenceFromWorkflowId(workflowId: string): string | undefined {
-  return workflowId.startsWith('delivery:') ? workflowId.slice('delivery:'.length) : undefined;
+  return parseDeliveryWorkflowId(workflowId)?.reference;
 }
 
-/** One gate per task queue: a deployment with its own API key has its own queue. */
-export function gateWorkflowId(taskQueue: string): string {
-  return `pacing-gate:${taskQueue}`;
+/** One gate per task queue and account (each account's limits are its key's): `pacing-gate:<queue>`, `pacing-gate:<queue>@<account>`. */
+export function gateWorkflowId(taskQueue: string, account: string = DEFAULT_ACCOUNT): string {
+  return account === DEFAULT_ACCOUNT ? `pacing-gate:${taskQueue}` : `pacing-gate:${taskQueue}@${account}`;
 }

@@ -16,35 +16,16 @@
  * The last is not pacing: it rides in the same settings because a delivery reads them once, by one local activity.
  */
 import { z } from 'zod';
-import { PROVIDER_RATE_LIMITS, type CallFamily, type RateLimit } from '../provider/limits';
+import { PROVIDER_RATE_LIMITS, parseRateLimits, type RateLimit } from '../provider/limits';
 import { parseEnv } from '../provider/validation';
 import type { PacingSettings } from '../contract/gate-messages';
 import { STATUS_SEARCH, type StatusSearch } from '../contract/search-attributes';
 
 export type { PacingSettings };
+export { parseRateLimits };
 
 const DEFAULT_STATUS_SEARCH: StatusSearch = 'final';
 export const DEFAULT_PACING: PacingSettings = { pacing: 'gate', limits: { ...PROVIDER_RATE_LIMITS }, marginMs: 250, callTimeoutMs: 30_000, quoteMinRemainingMs: 60_000, leadMs: 1_000, gateHistoryLimit: 5_000, statusSearch: DEFAULT_STATUS_SEARCH };
-
-const UNITS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 };
-const FAMILIES: readonly CallFamily[] = ['creations', 'quotes', 'other'];
-
-/** `creations=20/60s,quotes=100/10m` → limits; throws naming the part that is wrong. */
-export function parseRateLimits(text: string, defaults: Record<CallFamily, RateLimit> = PROVIDER_RATE_LIMITS): Record<CallFamily, RateLimit> {
-  const limits = { ...defaults };
-  for (const part of text.split(',').map((p) => p.trim()).filter(Boolean)) {
-    const m = /^(\w+)\s*=\s*(\d+)\s*\/\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)$/.exec(part);
-    if (!m) throw new Error(`"${part}" must look like creations=20/60s (family=calls/window, window in ms, s, m or h)`);
-    const [, family, calls, amount, unit] = m as unknown as [string, string, string, string, string];
-    if (!FAMILIES.includes(family as CallFamily)) throw new Error(`"${family}" is not a call family (one of ${FAMILIES.join(', ')})`);
-    const limit = Number(calls);
-    const windowMs = Number(amount) * UNITS[unit]!;
-    if (limit < 1) throw new Error(`${family}: the number of calls must be at least 1`);
-    if (windowMs < 1) throw new Error(`${family}: the window must be at least 1 ms`);
-    limits[family as CallFamily] = { limit, windowMs };
-  }
-  return limits;
-}
 
 /**
  * Temporal's task-queue rate limit for a family: a token bucket that may hold one token of burst

@@ -1,0 +1,26 @@
+import { deliveryWorkflowId, gateWorkflowId, parseDeliveryWorkflowId, referenceFromWorkflowId } from '../../contract/workflow-ids';
+
+describe('workflow IDs by account', () => {
+  it('keeps the form before accounts for `default`, and gives every other account its own', () => {
+    expect(deliveryWorkflowId('ORD-1')).toBe('delivery:ORD-1');
+    expect(deliveryWorkflowId('ORD-1', 'default')).toBe('delivery:ORD-1');
+    expect(deliveryWorkflowId('ORD-1', 'acme')).toBe('delivery@acme:ORD-1');
+    expect(gateWorkflowId('deliveries')).toBe('pacing-gate:deliveries');
+    expect(gateWorkflowId('deliveries', 'acme')).toBe('pacing-gate:deliveries@acme');
+  });
+
+  it('reads the account and reference back, whatever the reference holds', () => {
+    for (const [account, reference] of [['default', 'delivery@acme:x'], ['acme', 'a:b@c'], ['b-2', '注文-1001'], ['default', ':']]) {
+      const id = deliveryWorkflowId(reference!, account);
+      expect(parseDeliveryWorkflowId(id)).toEqual({ account, reference });
+      expect(referenceFromWorkflowId(id)).toBe(reference);
+    }
+    expect(parseDeliveryWorkflowId('pacing-gate:deliveries')).toBeUndefined();
+  });
+
+  it('never gives two (account, reference) pairs one ID', () => {
+    const pairs = [['default', 'x'], ['default', '@acme:x'], ['acme', 'x'], ['acme', ':x'], ['acm', 'e:x'], ['default', 'acme:x']];
+    const ids = pairs.map(([a, r]) => deliveryWorkflowId(r!, a));
+    expect(new Set(ids).size).toBe(pairs.length);
+  });
+});
