@@ -3,6 +3,7 @@
 // which prints it with the file's results, only when that test or one of its hooks fails. A
 // passing run then prints little more than its results; a failing test still shows everything
 // it said. Output written straight to process.stdout (a figure of record) is not held back.
+// TEST_CONSOLE=all shows every test's console output as it comes (e.g. with CLUSTER_TEST_OUTPUT).
 const { TestEnvironment } = require('jest-environment-node');
 
 const METHODS = ['log', 'info', 'warn', 'error', 'debug', 'trace', 'dir', 'table', 'group', 'groupEnd', 'time', 'timeEnd', 'count'];
@@ -10,8 +11,9 @@ const METHODS = ['log', 'info', 'warn', 'error', 'debug', 'trace', 'dir', 'table
 class QuietEnvironment extends TestEnvironment {
   async setup() {
     await super.setup();
-    const jestConsole = this.global.console;
     this.held = [];
+    if (process.env.TEST_CONSOLE === 'all') return;
+    const jestConsole = this.global.console;
     this.release = () => {
       for (const [method, args] of this.held.splice(0)) jestConsole[method](...args);
     };
@@ -19,6 +21,8 @@ class QuietEnvironment extends TestEnvironment {
     for (const method of METHODS) quiet[method] = (...args) => this.held.push([method, args]);
     this.global.console = quiet;
   }
+
+  release() {}
 
   handleTestEvent(event) {
     if (event.name === 'test_done') {
