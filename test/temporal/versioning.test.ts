@@ -31,7 +31,13 @@ const pacing = { limits: scaled, marginMs: 20, quoteMinRemainingMs: 1_000 };
 /** Deliveries started on A before the switch (the issue's figure). */
 const ON_A = 100;
 
-const { EventType } = temporal.api.enums.v1;
+const { EventType, WorkflowTaskFailedCause } = temporal.api.enums.v1;
+/**
+ * A completion the server refused because an event (the gate's answer, a webhook's signal) came in
+ * while the task ran: the worker runs the task again with it, on the same build. Frequent on a
+ * loaded machine, and no sign of a replay problem, which shows as any other cause (nondeterminism).
+ */
+const REFUSED_FOR_NEW_EVENT = WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_UNHANDLED_COMMAND;
 /** After a routing change, before the test expects every new delivery to follow it (see the abort test). */
 const SETTLE_MS = 3_000;
 /** A wait, not a figure (bench/ has those): 100 creations at 20 a second take 5 s, over 60 s with the 2 cores' load above 20. */
@@ -94,7 +100,8 @@ async function deliverAll(stack: Stack, references: readonly string[]): Promise<
 interface Run {
   /** Build ids of the workers that completed its workflow tasks. */
   builds: Set<string>;
-  failedTasks: number;
+  /** Causes of its failed workflow tasks, but for completions refused for a new event. */
+  failedTasks: string[];
   /** Start time of its first workflow task completed by `buildId`, ms since the epoch. */
   firstTaskOf(buildId: string): number | undefined;
 }
@@ -105,7 +112,9 @@ async function runOf(client: Client, workflowId: string): Promise<Run> {
   const completed = events.filter((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED);
   return {
     builds: new Set(completed.map((e) => e.workflowTaskCompletedEventAttributes?.deploymentVersion?.buildId ?? '(unversioned)')),
-    failedTasks: events.filter((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED).length,
+    failedTasks: events
+      .filter((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED && e.workflowTaskFailedEventAttributes?.cause !== REFUSED_FOR_NEW_EVENT)
+      .map((e) => `${WorkflowTaskFailedCause[e.workflowTaskFailedEventAttributes?.cause ?? 0]}: ${e.workflowTaskFailedEventAttributes?.failure?.message ?? ''}`),
     firstTaskOf(buildId) {
       const first = completed.find((e) => e.workflowTaskCompletedEventAttributes?.deploymentVersion?.buildId === buildId);
       const started = events.find((e) => Number(e.eventId) === Number(first?.workflowTaskCompletedEventAttributes?.startedEventId));
@@ -120,7 +129,7 @@ async function runsOf(client: Client, references: readonly string[]): Promise<Ru
 
 function expectAllOn(runs: Run[], buildId: string): void {
   expect(runs.filter((r) => r.builds.size !== 1 || !r.builds.has(buildId)).map((r) => [...r.builds])).toEqual([]);
-  expect(runs.reduce((n, r) => n + r.failedTasks, 0)).toBe(0);
+  expect(runs.flatMap((r) => r.failedTasks)).toEqual([]);
 }
 
 async function drained(stack: Stack, v: DeploymentVersion) {
@@ -178,7 +187,7 @@ describe('a replay-incompatible build shipped while deliveries are in flight', (
     const gate = await runOf(stack.temporal, gateWorkflowId(stack.workers.taskQueue));
     process.stdout.write(`versioning: from B current to B's first workflow task: a new delivery's ${firstOnB - switchedAt} ms, the gate's ${gate.firstTaskOf(b.buildId)! - switchedAt} ms\n`);
     expect(gate.builds).toEqual(new Set([a.buildId, b.buildId]));
-    expect(gate.failedTasks).toBe(0);
+    expect(gate.failedTasks).toEqual([]);
 
     await drained(stack, a);
     expect(await openPinned(service, namespace, a)).toBe(0);
@@ -226,7 +235,7 @@ describe('a switch with a backlog waiting at the pacing gate', () => {
     expectAllOn(await runsOf(stack.temporal, refsB), b.buildId);
     const gate = await runOf(stack.temporal, gateWorkflowId(stack.workers.taskQueue));
     expect(gate.builds).toEqual(new Set([a.buildId, b.buildId])); // one gate, on A then on B
-    expect(gate.failedTasks).toBe(0);
+    expect(gate.failedTasks).toEqual([]);
   }, 240_000);
 });
 
@@ -278,7 +287,7 @@ describe('an aborted rollout', () => {
     expect(rampedOnB).toBeGreaterThan(0);
     expect(rampedOnB).toBeLessThan(ramped.length);
     const afterAbort = await runsOf(stack.temporal, [...atAbort, ...afterRamp]);
-    expect([...rampedRuns, ...afterAbort].every((r) => r.builds.size === 1 && r.failedTasks === 0)).toBe(true);
+    expect([...rampedRuns, ...afterAbort].every((r) => r.builds.size === 1 && r.failedTasks.length === 0)).toBe(true);
     process.stdout.write(`versioning: new deliveries started on B after the ramp was ended: ${afterAbort.filter((r) => r.builds.has(b.buildId)).length} of ${afterAbort.length}\n`);
     expectAllOn(await runsOf(stack.temporal, back), a.buildId);
     expectAllOn(await runsOf(stack.temporal, onBuildB), b.buildId);
@@ -371,6 +380,6 @@ describe('a version whose pinned deliveries no worker polls', () => {
     await deliverAll(stack, refs);
     const runs = await runsOf(stack.temporal, refs);
     expect(runs.map((r) => [...r.builds].sort())).toEqual(refs.map(() => ['build-c', 'build-d']));
-    expect(runs.reduce((n, r) => n + r.failedTasks, 0)).toBe(0);
+    expect(runs.flatMap((r) => r.failedTasks)).toEqual([]);
   }, 180_000);
 });
