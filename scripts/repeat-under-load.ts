@@ -4,7 +4,8 @@
  * starts them, and stops them when the runs end, on Ctrl-C, or on any error.
  *   npx tsx scripts/repeat-under-load.ts [--times 10] [--loops <cores>] [--log-dir DIR] <test file>
  * Each run's output goes to DIR/<file>-<n>.log (default: a temporary folder); one line per run
- * here, then `repeat: N passed, N failed of N`. Exit code 0 only when every run passed.
+ * here, then `repeat: N passed, N failed of N`. Exit code 0 only when every run passed; Ctrl-C or
+ * SIGTERM stops the loops and the run under way.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, mkdirSync, mkdtempSync } from 'node:fs';
@@ -13,6 +14,8 @@ import { basename, join } from 'node:path';
 import { parseArgs } from 'node:util';
 
 const ROOT = join(__dirname, '..');
+/** The jest run under way, stopped with the loops if this script is interrupted. */
+let current: ChildProcess | undefined;
 
 function busyLoop(): ChildProcess {
   return spawn(process.execPath, ['-e', 'for (;;) {}'], { stdio: 'ignore' });
@@ -22,7 +25,7 @@ function runOnce(file: string, logFile: string): Promise<{ ok: boolean; ms: numb
   const started = Date.now();
   const out = createWriteStream(logFile);
   // jest's own bin (not npx: npm 11's npx serializes concurrent runs and adds its own start-up).
-  const child = spawn(process.execPath, [join(ROOT, 'node_modules', 'jest', 'bin', 'jest.js'), '--runInBand', file], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = (current = spawn(process.execPath, [join(ROOT, 'node_modules', 'jest', 'bin', 'jest.js'), '--runInBand', file], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] }));
   child.stdout.pipe(out, { end: false });
   child.stderr.pipe(out, { end: false });
   return new Promise((resolve) =>
@@ -46,10 +49,12 @@ async function main(): Promise<number> {
   mkdirSync(dir, { recursive: true });
   const busy = Array.from({ length: loops }, busyLoop);
   const stopLoops = () => busy.forEach((b) => b.kill('SIGKILL'));
-  process.once('SIGINT', () => {
-    stopLoops();
-    process.exit(130);
-  });
+  for (const signal of ['SIGINT', 'SIGTERM'] as const)
+    process.once(signal, () => {
+      stopLoops();
+      current?.kill('SIGTERM'); // jest stops its dev server on the way out
+      process.exit(130);
+    });
   process.once('exit', stopLoops);
   let passed = 0;
   try {
