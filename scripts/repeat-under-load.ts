@@ -52,7 +52,7 @@ async function main(): Promise<number> {
   for (const signal of ['SIGINT', 'SIGTERM'] as const)
     process.once(signal, () => {
       stopLoops();
-      current?.kill('SIGTERM'); // jest stops its dev server on the way out
+      current?.kill('SIGTERM');
       process.exit(130);
     });
   process.once('exit', stopLoops);
