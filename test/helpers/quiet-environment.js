@@ -20,6 +20,13 @@ class QuietEnvironment extends TestEnvironment {
     const quiet = Object.create(jestConsole);
     for (const method of METHODS) quiet[method] = (...args) => this.held.push([method, args]);
     this.global.console = quiet;
+    // The Temporal runtime's log (test/helpers/quiet-runtime.ts) reaches the file under way here.
+    globalThis.__quietTestLog = (text) => this.held.push(['warn', [text]]);
+  }
+
+  async teardown() {
+    delete globalThis.__quietTestLog;
+    await super.teardown();
   }
 
   release() {}
