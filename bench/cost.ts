@@ -108,7 +108,10 @@ export async function costBenchmark(): Promise<BenchmarkOutput> {
       const order = (reference: string) => deliveryRequest({ pickup_location: { ...deliveryRequest().pickup_location, company: `Kitchen ${reference}` } }, shape.stops);
       await cpu.span(async () => {
         await pool(refs, 8, async (reference) => void (await deliveries.startDelivery(order(reference), { reference, followUp, notify: shape.notify ? { endpoint: 'orders' } : undefined })));
-        await pool(refs, 32, async (reference) => void (statusChanges += deliveryStatusChanges(await deliveries.result(reference))));
+        await pool(refs, 32, async (reference) => {
+          const changes = deliveryStatusChanges(await deliveries.result(reference)); // read before adding: `x += await …` would add to a stale x
+          statusChanges += changes;
+        });
       });
       const endedAt = Date.now();
       const webhooks = sim.webhookAttempts().length - webhooks0;

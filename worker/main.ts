@@ -53,7 +53,8 @@ function installRuntime(env: z.output<typeof WorkerEnvSchema>): void {
   });
   Runtime.install({
     logger: new ExpectedNoticesAtDebug(json),
-    telemetryOptions: env.WORKER_METRICS_ADDRESS ? { metrics: { prometheus: { bindAddress: env.WORKER_METRICS_ADDRESS } } } : undefined,
+    // Durations in seconds, as every other metric here and Prometheus's convention (the alert rules' `le="1"`).
+    telemetryOptions: env.WORKER_METRICS_ADDRESS ? { metrics: { prometheus: { bindAddress: env.WORKER_METRICS_ADDRESS, useSecondsForDurations: true } } } : undefined,
   });
 }
 
