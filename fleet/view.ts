@@ -28,7 +28,7 @@ const FAMILIES = ['creations', 'quotes'] as const;
 export interface FleetViewOptions {
   client: Client;
   namespace: string;
-  /** The delivery task queue: its pacing gate is asked for its backlog. */
+  /** The delivery task queue: its deliveries are counted, its pacing gate asked for its backlog. */
   taskQueue: string;
   periodMs: number;
   now?: () => number;
@@ -121,7 +121,7 @@ export class FleetView {
     const account = metricsAccount();
     await Promise.all([
       ...FLEET_STATUSES.map(async (status) => {
-        const query = `WorkflowType="delivery" AND ExecutionStatus="Running" AND ${status === 'none' ? 'DeliveryStatus IS NULL' : `DeliveryStatus="${status}"`}`;
+        const query = `WorkflowType="delivery" AND TaskQueue="${this.o.taskQueue}" AND ExecutionStatus="Running" AND ${status === 'none' ? 'DeliveryStatus IS NULL' : `DeliveryStatus="${status}"`}`;
         try {
           this.queries.labels(account, 'count').inc();
           const { count } = await this.o.client.workflow.count(query);
