@@ -56,14 +56,17 @@ export class FleetView {
     this.now = o.now ?? Date.now;
     const registers = [this.registry];
     const account = metricsAccount();
-    const view = this;
+    // Read at scrape time by the gauges' collect(), whose `this` is the gauge.
+    const { open, oldest } = this;
+    const now = () => this.now();
+    const gateStatus = () => this.gate;
     new Gauge({
       name: 'delivery_fleet_open',
       help: 'Open deliveries by DeliveryStatus (none: not created yet), from a visibility count.',
       labelNames: ['account', 'status'],
       registers,
       collect() {
-        for (const [status, n] of view.open) this.labels(account, status).set(n);
+        for (const [status, n] of open) this.labels(account, status).set(n);
       },
     });
     new Gauge({
@@ -72,9 +75,9 @@ export class FleetView {
       labelNames: ['account', 'status'],
       registers,
       collect() {
-        for (const status of view.open.keys()) {
-          const started = view.open.get(status) ? view.oldest.get(status) : undefined;
-          this.labels(account, status).set(started === undefined ? 0 : Math.max(0, (view.now() - started) / 1000));
+        for (const status of open.keys()) {
+          const started = open.get(status) ? oldest.get(status) : undefined;
+          this.labels(account, status).set(started === undefined ? 0 : Math.max(0, (now() - started) / 1000));
         }
       },
     });
@@ -85,7 +88,8 @@ export class FleetView {
         labelNames: ['account', 'family'],
         registers,
         collect() {
-          if (view.gate) for (const f of FAMILIES) this.labels(account, f).set(value(view.gate, f));
+          const g = gateStatus();
+          if (g) for (const f of FAMILIES) this.labels(account, f).set(value(g, f));
         },
       });
     gauge('delivery_gate_waiting', "Requests waiting at the pacing gate for a slot, by call family (the gate's gateStatus query).", (g, f) => g.waitingByFamily?.[f] ?? 0);
