@@ -9,6 +9,7 @@ import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from
 import { join } from 'node:path';
 import { accepts, stopProcess } from './temporal-dev-server';
 import type { Run } from './supervisor';
+import { childReady } from './child-run';
 
 export const PROMETHEUS_DIR = join(__dirname, '..', 'deploy', 'prometheus');
 /** The scrape jobs of deploy/prometheus/prometheus.yml fed from target files. */
@@ -48,7 +49,6 @@ export interface PrometheusOptions {
 
 export class Prometheus {
   private child?: ChildProcess;
-  private recent = '';
 
   constructor(private readonly o: PrometheusOptions) {}
 
@@ -71,21 +71,7 @@ export class Prometheus {
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
     this.child = child;
-    const exited = new Promise<string>((r) => child.once('exit', (code, signal) => r(signal ?? `code ${code}`)));
-    this.recent = '';
-    const onData = (chunk: Buffer) => {
-      this.recent = (this.recent + chunk.toString()).slice(-4000);
-      for (const line of chunk.toString().split('\n').filter(Boolean)) this.o.output?.(line);
-    };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', onData);
-    const deadline = Date.now() + 30_000;
-    for (;;) {
-      if (child.exitCode !== null || child.signalCode !== null) throw new Error(`prometheus exited while starting (port ${this.o.port}):\n${this.recent.trim()}`);
-      if (await accepts(this.o.port)) return { pid: child.pid, exited, lastLines: () => this.recent };
-      if (Date.now() > deadline) throw new Error(`prometheus did not listen on ${this.url} within 30 s:\n${this.recent.trim()}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    return childReady(child, { what: 'prometheus', where: this.url, output: this.o.output, ready: () => accepts(this.o.port) });
   }
 
   async stop(): Promise<void> {
