@@ -10,7 +10,8 @@
  *   - the simulator (:4010), 2 delivery worker processes, 2 bridge processes behind nginx on
  *     :8080, where the simulator sends its webhooks;
  *   - the fleet view (:9470) and Prometheus (UI http://127.0.0.1:9090, data .data/prometheus)
- *     scraping every worker's two metrics endpoints, the fleet view and the bridges (scripts/observe.ts).
+ *     scraping every worker's two metrics endpoints, the fleet view, the bridges and each Temporal
+ *     service process (scripts/observe.ts).
  * The server tools are built with Go once and cached (scripts/cluster/tools.ts). A process that
  * exits is started again while the rest keep serving (scripts/supervisor.ts); Ctrl-C stops
  * everything; the next run finds the same workflows, deliveries and keys.
@@ -20,13 +21,13 @@ import { join } from 'node:path';
 import { generatePayloadKey, LOCAL_STACK_KEYS_FILE } from '../temporal/payload-codec';
 import { generateWebhookSecret } from '../provider/webhook-signature';
 import { LoadBalancer, findNginx } from './cluster/load-balancer';
-import { TemporalCluster, assertPortsFree, clusterPortList, defaultClusterPorts } from './cluster/temporal-cluster';
+import { SERVICE_PROCESSES, TemporalCluster, assertPortsFree, clusterPortList, defaultClusterPorts } from './cluster/temporal-cluster';
 import { ensureServerTools } from './cluster/tools';
 import { ensureTemporalCli } from './temporal-cli';
 import { ENTRY, localStack } from './processes';
 import { setUpLocalNexus } from './nexus-setup';
 import { makeStackVersionCurrent } from './deployment-on-start';
-import { describeMetrics, fleetMetricsEnv, metricsPortList, stackTargets, startStackPrometheus, workerMetricsEnv } from './observe';
+import { describeMetrics, fleetMetricsEnv, metricsPortList, stackTargets, startStackPrometheus, temporalMetricsPorts, workerMetricsEnv } from './observe';
 import { PROMETHEUS_PORT, type Prometheus } from './prometheus';
 
 const root = join(__dirname, '..');
@@ -50,6 +51,9 @@ function log(line: string): void {
   process.stdout.write(line.startsWith('[') ? `${line}\n` : `[cluster] ${line}\n`);
 }
 
+/** Each Temporal service process's own /metrics. */
+const TEMPORAL_METRICS = temporalMetricsPorts(SERVICE_PROCESSES.map((p) => p.name));
+
 const services = localStack('cluster', log, async () => {
   await prometheus?.stop();
   await lb?.stop();
@@ -69,6 +73,7 @@ async function main(): Promise<void> {
     ...BRIDGE_ADMIN_PORTS.map((port, i) => ({ port, what: `webhook bridge ${i + 1}'s admin listener` })),
     { port: CODEC_PORT, what: 'codec endpoint' },
     ...metricsPortList(WORKERS),
+    ...Object.entries(TEMPORAL_METRICS).map(([name, port]) => ({ port, what: `Temporal ${name}'s metrics` })),
     { port: Number(process.env.PROMETHEUS_PORT ?? PROMETHEUS_PORT), what: 'Prometheus' },
   ]);
 
@@ -87,6 +92,7 @@ async function main(): Promise<void> {
     cli,
     dataDir: join(dataDir, 'cluster'),
     ports,
+    metricsPorts: TEMPORAL_METRICS,
     codecEndpoint: CODEC_URL,
     log,
     // Temporal: warnings and errors (deploy/temporal-cluster.yaml's log level); PostgreSQL: only
@@ -114,7 +120,7 @@ async function main(): Promise<void> {
   await makeStackVersionCurrent(temporalEnv, log);
   lb = new LoadBalancer({ nginx, dir: join(dataDir, 'cluster', 'nginx'), listenPort: LB_PORT, bridgePorts: BRIDGE_PORTS, output: (l) => process.stdout.write(`[nginx] ${l}\n`) });
   await services.supervise('nginx', () => lb!.start());
-  const scraped = { workers: WORKERS, bridgeAdminPorts: BRIDGE_ADMIN_PORTS, temporal: [] };
+  const scraped = { workers: WORKERS, bridgeAdminPorts: BRIDGE_ADMIN_PORTS, temporal: Object.values(TEMPORAL_METRICS).map((p) => `127.0.0.1:${p}`) };
   prometheus = await startStackPrometheus({ dataDir, targets: stackTargets(scraped), supervise: services.supervise, log });
 
   log('');

@@ -9,8 +9,13 @@ import { findPrometheus, Prometheus, PROMETHEUS_PORT, type ScrapeTargets } from 
 import type { Run } from './supervisor';
 
 export const FLEET_METRICS_PORT = 9470;
-/** The dev server's own /metrics (`--metrics-port`). */
+/** The dev server's own /metrics (`--metrics-port`); a cluster's service processes from the next port on. */
 export const DEV_SERVER_METRICS_PORT = 9480;
+
+/** `npm run cluster`: each Temporal service process's /metrics port, by process name (9481, 9482, …). */
+export function temporalMetricsPorts(processes: readonly string[]): Record<string, number> {
+  return Object.fromEntries(processes.map((name, i) => [name, DEV_SERVER_METRICS_PORT + 1 + i]));
+}
 const WORKER_METRICS_BASE = 9464;
 
 /** Worker `i` (from 0): the SDK's exporter on 9464 + 2i, its own metrics on the next port. */
