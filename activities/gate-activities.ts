@@ -40,7 +40,7 @@ export async function startGate(client: Client, taskQueue: string, settings: Pac
   await client.workflow.signalWithStart('pacingGate', { ...gateStart(taskQueue, config), signal: gateConfigureSignal, signalArgs: [config] });
 }
 
-export function createGateActivities(deps: { client: Client; settings: PacingSettings }) {
+export function createGateActivities(deps: { client: Client; settings: PacingSettings; onDeliveryStarted?: () => void }) {
   // A workflow that is gone (terminated, or the gate before it restarts) needs no message.
   const ignoreGone = (err: unknown): void => {
     if (!(err instanceof WorkflowNotFoundError)) throw err;
@@ -58,6 +58,8 @@ export function createGateActivities(deps: { client: Client; settings: PacingSet
   return {
     /** The worker's pacing settings, recorded once in the delivery's history. */
     async pacingSettings(): Promise<PacingSettings> {
+      // Read once by a delivery's first run (a local activity's result is recorded: a replay does not run it again).
+      if (deps.onDeliveryStarted && Context.current().info.workflowType === 'delivery') deps.onDeliveryStarted();
       return deps.settings;
     },
     /**

@@ -11,29 +11,38 @@ import { NOTIFY_FAILURE_TYPES } from '../contract/failures';
 import type { NotifyConfig } from '../notifications/config';
 import { retryDelayMs } from '../notifications/retry-schedule';
 import { NotificationSender } from '../notifications/sender';
+import type { NotificationObserver } from '../metrics/worker-metrics';
 
 export interface NotifyActivities {
   notifyEndpoint(args: { endpoint: string; notification: DeliveryNotification }): Promise<void>;
 }
 
-export function createNotifyActivities(config: NotifyConfig, sender = new NotificationSender()): NotifyActivities {
+export function createNotifyActivities(config: NotifyConfig, sender = new NotificationSender(), observer?: NotificationObserver): NotifyActivities {
   return {
     async notifyEndpoint({ endpoint, notification }) {
       const target = config.endpoints.get(endpoint);
+      const info = Context.current().info;
+      // One notification: its workflow's activity; the endpoint label only ever a configured name.
+      const observe = (result: 'sent' | 'retried' | 'failed', nextRetryMs?: number) =>
+        observer?.attempt({ endpoint: target ? endpoint : '(unknown)', key: `${info.workflowExecution?.workflowId}/${info.activityId}`, result, nextRetryMs });
       if (!target) {
+        observe('failed');
         // Checked at the start (activities/start-checks.ts); here only if the configuration changed since.
         throw ApplicationFailure.create({ type: NOTIFY_FAILURE_TYPES.endpointUnknown, message: `no notification endpoint named ${endpoint} is configured on this worker`, nonRetryable: true });
       }
       const outcome = await sender.send(target, notification);
-      if (outcome.kind === 'delivered') return;
+      if (outcome.kind === 'delivered') return observe('sent');
       if (outcome.kind === 'gone') {
+        observe('failed');
         throw ApplicationFailure.create({ type: NOTIFY_FAILURE_TYPES.endpointGone, message: `endpoint ${endpoint} answered 410 Gone: no more notifications of this delivery to it`, nonRetryable: true });
       }
-      const attempt = Context.current().info.attempt;
+      const attempt = info.attempt;
+      const nextRetryDelay = retryDelayMs(config.retryScheduleMs, attempt, outcome.retryAfterMs);
+      observe('retried', nextRetryDelay);
       throw ApplicationFailure.create({
         type: NOTIFY_FAILURE_TYPES.endpointFailed,
         message: `endpoint ${endpoint} ${outcome.reason} (attempt ${attempt})`,
-        nextRetryDelay: retryDelayMs(config.retryScheduleMs, attempt, outcome.retryAfterMs),
+        nextRetryDelay,
       });
     },
   };

@@ -100,6 +100,9 @@ export interface GateStatus {
   pausedForMs: Record<GatedFamily, number>;
   outage: boolean;
   counts: { calls: number; shared: number; retried: number };
+  /** Requests waiting per family, and how long the oldest of each has waited (absent from gates before them). */
+  waitingByFamily?: Record<GatedFamily, number>;
+  oldestWaitMs?: Record<GatedFamily, number>;
 }
 
 export const gateStatusQuery = defineQuery<GateStatus>('gateStatus');

@@ -6,6 +6,7 @@
 import { Pool, errors as undiciErrors, type Dispatcher } from 'undici';
 import type { z } from 'zod';
 import type { ProviderConfig } from './config';
+import type { CallFamily } from './limits';
 import {
   ConflictError,
   ContractViolationError,
@@ -75,6 +76,8 @@ export type ProviderClientOptions = Pick<ProviderConfig, 'baseUrl' | 'apiKey'> &
   Partial<Pick<ProviderConfig, 'timeoutMs' | 'connections'>> & {
     /** Retry-After is capped where it is parsed, so every consumer waits at most this (provider/errors.ts). */
     retryAfterCap?: RetryAfterCap;
+    /** Told of every call's outcome and duration (the worker's metrics, metrics/worker-metrics.ts). */
+    onCall?: (call: { family: CallFamily; status: number | 'timeout' | 'network'; seconds: number }) => void;
   };
 
 const DEFAULT_RETRY_AFTER_MS = 1_000;
@@ -87,9 +90,11 @@ export class ProviderClient {
   private readonly apiKey: string;
   private readonly timeoutMs: number;
   private readonly retryAfterCap: RetryAfterCap | undefined;
+  private readonly onCall: ProviderClientOptions['onCall'];
 
   constructor(options: ProviderClientOptions) {
     this.retryAfterCap = options.retryAfterCap;
+    this.onCall = options.onCall;
     const url = new URL(options.baseUrl);
     this.origin = url.origin;
     this.basePath = url.pathname.replace(/\/+$/, '');
@@ -112,7 +117,7 @@ export class ProviderClient {
   async createDelivery(body: CreateDeliveryRequest, options: CreateOptions): Promise<CreatedDelivery> {
     checkRequest(CreateDeliveryRequestSchema, body, 'delivery request');
     const headers = { [IDEMPOTENCY_KEY_HEADER]: idempotencyKeyHeader(options.idempotencyKey) };
-    const res = await this.call('POST', '/v1/deliveries', { body, headers, signal: options.signal });
+    const res = await this.call('POST', '/v1/deliveries', { body, headers, signal: options.signal }, 'creations');
     return { delivery: parse(DeliveryRecordSchema, res.body, 'delivery record'), replayed: res.status === 200 };
   }
 
@@ -150,7 +155,7 @@ export class ProviderClient {
 
   async quote(body: QuoteRequest, options: CallOptions = {}): Promise<Quote> {
     checkRequest(QuoteRequestSchema, body, 'quote request');
-    const res = await this.call('POST', '/v1/quotes', { ...options, body });
+    const res = await this.call('POST', '/v1/quotes', { ...options, body }, 'quotes');
     return parse(QuoteSchema, res.body, 'quote');
   }
 
@@ -178,6 +183,26 @@ export class ProviderClient {
     method: 'GET' | 'POST' | 'PATCH',
     path: string,
     options: { body?: unknown; headers?: Record<string, string>; signal?: AbortSignal },
+    family: CallFamily = 'other',
+  ): Promise<{ status: number; body: unknown }> {
+    if (!this.onCall) return this.send(method, path, options);
+    const started = performance.now();
+    const observe = (status: number | 'timeout' | 'network') => this.onCall?.({ family, status, seconds: (performance.now() - started) / 1000 });
+    try {
+      const res = await this.send(method, path, options);
+      observe(res.status);
+      return res;
+    } catch (err) {
+      const status = options.signal?.aborted ? undefined : failedCallStatus(err);
+      if (status !== undefined) observe(status);
+      throw err;
+    }
+  }
+
+  private async send(
+    method: 'GET' | 'POST' | 'PATCH',
+    path: string,
+    options: { body?: unknown; headers?: Record<string, string>; signal?: AbortSignal },
   ): Promise<{ status: number; body: unknown }> {
     const what = `${method} ${path.split('?')[0]}`;
     const timeout = AbortSignal.timeout(this.timeoutMs);
@@ -197,7 +222,7 @@ export class ProviderClient {
       // A request that cannot be built never will be: not an outage, and never worth a retry.
       if (isUnbuildable(err)) throw unbuildable(what, err, (t) => this.scrub(t));
       if (timeout.aborted || err instanceof undiciErrors.HeadersTimeoutError || err instanceof undiciErrors.BodyTimeoutError) {
-        throw new ProviderUnavailableError(`${what}: no answer within ${this.timeoutMs} ms`, { cause: this.scrubCause(err) });
+        throw timedOut(new ProviderUnavailableError(`${what}: no answer within ${this.timeoutMs} ms`, { cause: this.scrubCause(err) }));
       }
       throw new ProviderUnavailableError(`${what}: ${this.scrub(errorText(err))}`, { cause: this.scrubCause(err) });
     }
@@ -262,6 +287,24 @@ export class ProviderClient {
  */
 function isUnbuildable(err: unknown): boolean {
   return err instanceof undiciErrors.InvalidArgumentError || (err as { code?: string } | null)?.code === 'UND_ERR_INVALID_ARG';
+}
+
+/** Failures that are the timeout of a call, for failedCallStatus(). */
+const TIMED_OUT = new WeakSet<Error>();
+function timedOut<E extends Error>(err: E): E {
+  TIMED_OUT.add(err);
+  return err;
+}
+
+/**
+ * What a failed call counts as: the provider's status, a timeout, or a network failure; nothing
+ * for a call never sent (a request that cannot be built is no outcome of the provider's).
+ */
+function failedCallStatus(err: unknown): number | 'timeout' | 'network' | undefined {
+  if (err instanceof Error && TIMED_OUT.has(err)) return 'timeout';
+  if (err instanceof ProviderUnavailableError && err.status === undefined) return 'network';
+  if (err instanceof Error && 'status' in err && typeof err.status === 'number') return err.status;
+  return undefined;
 }
 
 function unbuildable(what: string, err: unknown, scrub: (text: string) => string): ValidationError {

@@ -21,6 +21,7 @@ export const ENTRY = {
   worker: { entry: 'worker/main.ts', ready: /^worker: task queue/m },
   bridge: { entry: 'bridge/main.ts', ready: /^bridge: listening/m },
   codec: { entry: 'temporal/codec-server.ts', ready: /^codec: listening/m },
+  fleet: { entry: 'fleet/main.ts', ready: /^fleet: metrics/m },
 } as const;
 
 export interface ProcessSpec {

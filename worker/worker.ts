@@ -23,6 +23,7 @@ import { gateTaskQueue, notificationsTaskQueue, providerTaskQueues } from '../co
 import { deliveriesServiceHandler } from '../nexus/handlers';
 import { DEFAULT_PACING, taskQueueRatePerSecond, type PacingSettings } from './pacing-config';
 import type { DeploymentVersion } from '../temporal/worker-deployment';
+import type { WorkerMetrics } from '../metrics/worker-metrics';
 
 export interface DeliveryWorkerOptions {
   connection: NativeConnection;
@@ -57,6 +58,8 @@ export interface DeliveryWorkerOptions {
    * build. Unset: unversioned workers (tests that do not deploy).
    */
   deployment?: DeploymentVersion;
+  /** The worker's own metrics (deliveries started, notifications); the provider calls are counted by the provider client. */
+  metrics?: WorkerMetrics;
 }
 
 export interface DeliveryWorkers {
@@ -94,7 +97,7 @@ export async function createDeliveryWorkers(o: DeliveryWorkerOptions): Promise<D
 
   const notify: NotifyConfig = o.notify ?? { endpoints: new Map(), retryScheduleMs: DEFAULT_RETRY_SCHEDULE };
   const workflowBundle = o.workflowBundle ?? (await bundleWorkflows());
-  const gateActivities = createGateActivities({ client: o.client, settings: pacing });
+  const gateActivities = createGateActivities({ client: o.client, settings: pacing, onDeliveryStarted: o.metrics && (() => o.metrics!.deliveryStarted()) });
   const workflowWorker = await Worker.create({
     ...base,
     ...versioned('PINNED'),
@@ -135,7 +138,7 @@ export async function createDeliveryWorkers(o: DeliveryWorkerOptions): Promise<D
     ...base,
     ...versioned('PINNED'), // as the provider calls: a pinned delivery's notifications go out from its build
     taskQueue: notificationsTaskQueue(o.taskQueue),
-    activities: createNotifyActivities(notify),
+    activities: createNotifyActivities(notify, undefined, o.metrics),
     maxConcurrentActivityTaskExecutions: o.maxConcurrentActivities ?? 200,
   });
   const workers = [workflowWorker, gateWorker, ...activityWorkers, notifyWorker];
