@@ -42,6 +42,7 @@ import {
 } from './schemas';
 import { IDEMPOTENCY_KEY_HEADER, idempotencyKeyHeader } from './idempotency';
 import { fieldIssues } from './validation';
+import { httpClientSpan } from '../tracing/spans';
 
 export interface CallOptions {
   signal?: AbortSignal;
@@ -83,6 +84,7 @@ export class ProviderClient {
   private readonly pool: Dispatcher;
   private readonly basePath: string;
   private readonly origin: string;
+  private readonly server: URL;
   private readonly authorization: string;
   private readonly apiKey: string;
   private readonly timeoutMs: number;
@@ -92,6 +94,7 @@ export class ProviderClient {
     this.retryAfterCap = options.retryAfterCap;
     const url = new URL(options.baseUrl);
     this.origin = url.origin;
+    this.server = url;
     this.basePath = url.pathname.replace(/\/+$/, '');
     this.apiKey = options.apiKey;
     this.authorization = `Bearer ${options.apiKey}`;
@@ -174,15 +177,17 @@ export class ProviderClient {
     await this.pool.close();
   }
 
-  private async call(
-    method: 'GET' | 'POST' | 'PATCH',
-    path: string,
-    options: { body?: unknown; headers?: Record<string, string>; signal?: AbortSignal },
-  ): Promise<{ status: number; body: unknown }> {
+  /** One call, as a span of the caller's trace when tracing is on (its `traceparent` goes to the provider). */
+  private call(method: 'GET' | 'POST' | 'PATCH', path: string, options: { body?: unknown; headers?: Record<string, string>; signal?: AbortSignal }): Promise<{ status: number; body: unknown }> {
+    const headers: Record<string, string> = { authorization: this.authorization, accept: 'application/json', ...options.headers };
+    return httpClientSpan(method, path, this.server, headers, (traced) => this.send(method, path, { ...options, headers: traced }));
+  }
+
+  private async send(method: 'GET' | 'POST' | 'PATCH', path: string, options: { body?: unknown; headers: Record<string, string>; signal?: AbortSignal }): Promise<{ status: number; body: unknown }> {
     const what = `${method} ${path.split('?')[0]}`;
     const timeout = AbortSignal.timeout(this.timeoutMs);
     const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
-    const headers: Record<string, string> = { authorization: this.authorization, accept: 'application/json', ...options.headers };
+    const headers = options.headers;
     let payload: string | undefined;
     if (options.body !== undefined) {
       payload = serialize(options.body, what);

@@ -18,6 +18,8 @@ import { pacingSettingsFromEnv } from './pacing-config';
 import { createDeliveryWorkers } from './worker';
 import { describeEndpoints, notifyConfigFromEnv } from '../notifications/config';
 import { deploymentVersionFromEnv, MakeCurrentSchema, routeOnStart, versionLabel } from '../temporal/worker-deployment';
+import { installTracing, tracingClientInterceptors } from '../tracing/install';
+import { traceFields } from '../tracing/spans';
 
 const WorkerEnvSchema = z.object({
   LOG_LEVEL: z.enum(['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR']).default('INFO'),
@@ -53,6 +55,7 @@ function installRuntime(env: z.output<typeof WorkerEnvSchema>): void {
 async function main(): Promise<void> {
   const env = parseEnv(WorkerEnvSchema, { ...process.env, LOG_LEVEL: process.env.LOG_LEVEL?.toUpperCase() }, 'worker configuration');
   installRuntime(env);
+  const tracing = installTracing('delivery-worker');
   const temporal = temporalSettingsFromEnv();
   const provider = providerConfigFromEnv();
   // A Retry-After over the cap is cut to it where it is parsed; say so, and count it (exported
@@ -64,7 +67,7 @@ async function main(): Promise<void> {
       maxMs: provider.retryAfterCapMs,
       onCapped: (e) => {
         capped.add(1);
-        process.stdout.write(JSON.stringify({ time: new Date().toISOString(), level: 'WARN', msg: 'provider Retry-After capped', call: e.call, asked_ms: e.askedMs, capped_ms: e.cappedMs }) + '\n');
+        process.stdout.write(JSON.stringify({ time: new Date().toISOString(), level: 'WARN', msg: 'provider Retry-After capped', ...traceFields(), call: e.call, asked_ms: e.askedMs, capped_ms: e.cappedMs }) + '\n');
       },
     },
   });
@@ -73,7 +76,7 @@ async function main(): Promise<void> {
   const connection = await NativeConnection.connect(temporal.connectionOptions as NativeConnectionOptions);
   const dataConverter = dataConverterFromEnv();
   const deployment = deploymentVersionFromEnv();
-  const temporalClient = new Client({ connection, namespace: temporal.namespace, dataConverter });
+  const temporalClient = new Client({ connection, namespace: temporal.namespace, dataConverter, interceptors: tracingClientInterceptors() });
   const workers = await createDeliveryWorkers({
     connection,
     namespace: temporal.namespace,
@@ -91,6 +94,7 @@ async function main(): Promise<void> {
     stickyQueueTimeoutMs: env.WORKER_STICKY_QUEUE_TIMEOUT_MS,
     workflowBundle: env.WORKER_WORKFLOW_BUNDLE ? { codePath: env.WORKER_WORKFLOW_BUNDLE } : undefined,
     deployment,
+    tracing,
   });
   const stop = () => workers.shutdown();
   process.once('SIGINT', stop);
@@ -109,11 +113,13 @@ async function main(): Promise<void> {
       `, version ${versionLabel(deployment)}` +
       `, pacing by ${pacing.pacing} (creations ${pacing.limits.creations.limit}/${pacing.limits.creations.windowMs / 1000} s, quotes ${pacing.limits.quotes.limit}/${pacing.limits.quotes.windowMs / 1000} s)` +
       `, notification endpoints: ${describeEndpoints(notify)}` +
-      (env.WORKER_METRICS_ADDRESS ? `, metrics http://${env.WORKER_METRICS_ADDRESS}/metrics` : ''),
+      (env.WORKER_METRICS_ADDRESS ? `, metrics http://${env.WORKER_METRICS_ADDRESS}/metrics` : '') +
+      (tracing ? `, traces to ${tracing.config.tracesUrl} as ${tracing.config.serviceName}` : ''),
   );
   await running;
   await connection.close();
   await client.close();
+  await tracing?.shutdown();
 }
 
 main().catch((err: Error) => {
