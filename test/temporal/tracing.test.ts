@@ -162,6 +162,6 @@ it('one delivery is one trace from the order system’s start to the courier’s
   });
   const created = lines(procs.worker!.output()).find((l) => l.msg === 'delivery created at the provider' && l.deliveryWorkflowId === workflowId);
   expect(created).toMatchObject({ trace_id: traceId, workflowId: expect.stringMatching(/^pacing-gate:/) });
-  const webhookLine = lines(procs.bridge!.output()).find((l) => l.msg === 'webhook' && l.workflow_id === workflowId && l.trace_id === links[0]!.traceID);
-  expect(webhookLine).toBeDefined();
+  // The bridge logs a webhook once its signal is answered: wait for that line rather than assume it is there.
+  await eventually('the bridge’s log line of the linked webhook', () => lines(procs.bridge!.output()).find((l) => l.msg === 'webhook' && l.workflow_id === workflowId && l.trace_id === links[0]!.traceID));
 }, 240_000);
