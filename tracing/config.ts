@@ -10,7 +10,7 @@ import { parseEnv } from '../provider/validation';
 const url = z.url({ protocol: /^https?$/, message: 'must be an http(s) URL, e.g. http://127.0.0.1:4318' });
 
 const TracingEnvSchema = z.object({
-  /** OTLP/HTTP base URL: traces go to <it>/v1/traces. */
+  /** The OTLP/HTTP base address; traces go to <it>/v1/traces. */
   OTEL_EXPORTER_OTLP_ENDPOINT: url.optional(),
   /** OTLP/HTTP traces URL, used as is; wins over OTEL_EXPORTER_OTLP_ENDPOINT. */
   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: url.optional(),
