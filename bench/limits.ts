@@ -40,6 +40,7 @@ const SCALE = num('SCALE', 10);
 const ORDERS = num('ORDERS', 300);
 const POISON_ORDERS = num('POISON_ORDERS', 200);
 const OBSERVE_ROUNDS = num('OBSERVE_ROUNDS', 3);
+const OBSERVE_PARTS = (process.env.LIMITS_BENCH_OBSERVE_PARTS ?? 'metrics,traces').split(','); // what `on` turns on
 const TIME_LIMIT_MS = num('TIME_LIMIT_MIN', 40) * 60_000;
 const PHASES = (process.env.LIMITS_BENCH_PHASES ?? 'gate,task-queue,naive,poison').split(',');
 /** Read when the run starts: bench/main.ts sets BENCH_TEMPORAL for `--cluster`. */
@@ -216,16 +217,17 @@ async function observePhase(ctx: Context): Promise<Record<string, number | strin
   try {
     for (let r = 1; r <= OBSERVE_ROUNDS; r++) {
       for (const mode of ['off', 'on'] as const) {
-        const f = await backlogPhase(ctx, 'observe', { round: `-${mode}${r}`, env: mode === 'on' ? (i) => ({ ...traced, WORKER_METRICS_ADDRESS: `127.0.0.1:${ports[i]}` }) : undefined });
+        const on = (i: number) => ({ ...(OBSERVE_PARTS.includes('traces') && traced), ...(OBSERVE_PARTS.includes('metrics') && { WORKER_METRICS_ADDRESS: `127.0.0.1:${ports[i]}` }) });
+        const f = await backlogPhase(ctx, 'observe', { round: `-${mode}${r}`, env: mode === 'on' ? on : undefined });
         perDelivery[mode].push((1000 * f.workerCpuS!) / f.created);
         progress(`observe: round ${r} ${mode}: ${perDelivery[mode].at(-1)!.toFixed(2)} worker CPU ms per delivery`);
       }
     }
     const services = ((await (await fetch(`${jaeger.queryUrl}/api/services`)).json()) as { data: string[] | null }).data ?? [];
-    if (!services.includes('delivery-worker')) throw new Error(`observe: no worker spans reached Jaeger (services: ${services.join(', ')})`);
+    if (OBSERVE_PARTS.includes('traces') && !services.includes('delivery-worker')) throw new Error(`observe: no worker spans reached Jaeger (services: ${services.join(', ')})`);
     const [off, on] = [median(perDelivery.off), median(perDelivery.on)];
     const runs = (xs: number[]) => xs.map((x) => x.toFixed(1)).join(' ');
-    return { observe_rounds: OBSERVE_ROUNDS, observe_cpu_ms_per_delivery_off: round(off, 2), observe_cpu_ms_per_delivery_on: round(on, 2), observe_overhead_pct: round(100 * (on / off - 1), 1), observe_runs_off: runs(perDelivery.off), observe_runs_on: runs(perDelivery.on) };
+    return { observe_on: OBSERVE_PARTS.join('+'), observe_rounds: OBSERVE_ROUNDS, observe_cpu_ms_per_delivery_off: round(off, 2), observe_cpu_ms_per_delivery_on: round(on, 2), observe_overhead_pct: round(100 * (on / off - 1), 1), observe_runs_off: runs(perDelivery.off), observe_runs_on: runs(perDelivery.on) };
   } finally {
     clearInterval(scrape);
     await jaeger.stop();
