@@ -11,6 +11,7 @@ import { gateAnswerSignal, gateConfigureSignal, gateRequestSignal, gateWithdrawS
 import { gateWorkflowId } from '../contract/workflow-ids';
 import { gateTaskQueue } from '../contract/task-queues';
 import { batchedSends, type BatchLimits } from './batched-sends';
+import { activeTraceparent } from '../tracing/spans';
 
 /**
  * An ask that finds no other on its way waits this long for the asks of orders started with it:
@@ -77,7 +78,9 @@ export function createGateActivities(deps: { client: Client; settings: PacingSet
           throw ApplicationFailure.create({ type: 'GateContinuingAsNew', message: `the pacing gate's run ${notRun} is continuing as new`, nextRetryDelay, category: ApplicationFailureCategory.BENIGN });
         }
       }
-      await ask(taskQueue, request);
+      // The delivery's trace rides in the ask (one signal carries the asks of many deliveries).
+      const trace = activeTraceparent();
+      await ask(taskQueue, trace ? { ...request, trace } : request);
     },
     async withdrawFromGate({ taskQueue, from, n }: { taskQueue: string; from: string; n: number }): Promise<void> {
       await deps.client.workflow.getHandle(gateWorkflowId(taskQueue)).signal(gateWithdrawSignal, { from, n }).catch(ignoreGone);

@@ -10,16 +10,18 @@ import { providerConfigFromEnv } from '../provider/config';
 import { secretFingerprint } from '../provider/webhook-signature';
 import { bridgeConfigFromEnv } from './config';
 import { createBridge, WEBHOOK_PATH } from './server';
+import { installTracing, tracingClientInterceptors } from '../tracing/install';
 
 async function main(): Promise<void> {
   const config = bridgeConfigFromEnv();
+  const tracing = installTracing('delivery-bridge');
   const temporal = temporalSettingsFromEnv();
   const providerConfig = providerConfigFromEnv();
   let onCapped: (e: { call: string; askedMs: number; cappedMs: number }) => void = () => undefined;
   const provider = new ProviderClient({ ...providerConfig, retryAfterCap: { maxMs: providerConfig.retryAfterCapMs, onCapped: (e) => onCapped(e) } });
   const connection = await connectClient(temporal.connectionOptions as ConnectionOptions);
   const bridge = createBridge({
-    temporal: new Client({ connection, namespace: temporal.namespace, dataConverter: dataConverterFromEnv() }),
+    temporal: new Client({ connection, namespace: temporal.namespace, dataConverter: dataConverterFromEnv(), interceptors: tracingClientInterceptors() }),
     provider,
     secrets: config.secrets,
     retryAfterSeconds: config.retryAfterSeconds,
@@ -37,11 +39,12 @@ async function main(): Promise<void> {
   const adminUrl = await bridge.listenAdmin(config.adminPort, config.adminHost);
   const url = await bridge.listen(config.port, config.host);
   const fingerprints = config.secrets.map(secretFingerprint).join(', ');
-  console.log(`bridge: listening on ${url}${WEBHOOK_PATH} (secret(s) ${fingerprints}), Temporal ${temporal.address}; admin: recent webhooks ${adminUrl}/, metrics ${adminUrl}/metrics`);
+  console.log(`bridge: listening on ${url}${WEBHOOK_PATH} (secret(s) ${fingerprints}), Temporal ${temporal.address}; admin: recent webhooks ${adminUrl}/, metrics ${adminUrl}/metrics${tracing ? `; traces to ${tracing.config.tracesUrl} as ${tracing.config.serviceName}` : ''}`);
   const stop = async () => {
     await bridge.close();
     await connection.close();
     await provider.close();
+    await tracing?.shutdown();
     process.exit(0);
   };
   process.once('SIGINT', () => void stop());

@@ -24,6 +24,8 @@ import type { ProviderClient } from '../provider/client';
 import { checkRequest, hostForHeader, type HttpGuard, originsOf, ownHosts } from '../provider/http-guard';
 import { secretKey } from '../provider/webhook-signature';
 import { BoundedLog } from './bounded-log';
+import type { Span } from '@opentelemetry/api';
+import { httpServerSpan, traceFields } from '../tracing/spans';
 import { BridgeMetrics } from './metrics';
 import { HttpProblem, type ReasonCode, type WebhookOutcome } from './outcomes';
 import { recentWebhooksPage } from './page';
@@ -150,7 +152,10 @@ export function createBridge(o: BridgeOptions): Bridge {
   const rejectedLog = new BoundedLog(safeLog, o.rejectedLogLinesPerMinute ?? 20, 60_000, now, () => metrics.suppressedLogLine());
   let adminGuard: HttpGuard = { hosts: new Set(), origins: new Set() };
 
-  async function serveWebhook(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  /** Each webhook is a span (its signal's trace; the delivery's trace links to it: workflows/tracing-interceptors.ts). */
+  const serveWebhook = (req: IncomingMessage, res: ServerResponse) => httpServerSpan(`${req.method} ${WEBHOOK_PATH}`, req.headers, (span) => serveWebhookIn(span, req, res));
+
+  async function serveWebhookIn(span: Span | undefined, req: IncomingMessage, res: ServerResponse): Promise<void> {
     const started = performance.now();
     const seen: Seen = {};
     let outcome: WebhookOutcome;
@@ -178,7 +183,8 @@ export function createBridge(o: BridgeOptions): Bridge {
     }
     const eventId = cut(e.id);
     recent.push({ at: now(), eventId, type: e.type, deliveryId: cut(e.data.delivery_id), status: e.data.status, httpStatus: answer.status, outcome, reason, workflowId: cut(seen.workflowId), ms });
-    safeLog({ msg: 'webhook', status: answer.status, outcome, reason, event_id: eventId, workflow_id: seen.workflowId, ms: Math.round(ms) });
+    span?.setAttributes({ 'http.response.status_code': answer.status, temporalWorkflowId: seen.workflowId ?? '', 'webhook.outcome': outcome });
+    safeLog({ msg: 'webhook', status: answer.status, outcome, reason, event_id: eventId, workflow_id: seen.workflowId, ...traceFields(), ms: Math.round(ms) });
   }
 
   async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {

@@ -55,6 +55,8 @@ export interface GateRequest {
   fingerprint?: string;
   unclear?: boolean;
   create?: { maxPrice?: Price; answerOnce?: true };
+  /** The asking delivery's W3C traceparent when tracing is on: the gate's call for it joins that trace (workflows/trace-context.ts). */
+  trace?: string;
 }
 
 export type GateAnswer = { n: number } & (

@@ -43,6 +43,7 @@ import {
 } from './schemas';
 import { IDEMPOTENCY_KEY_HEADER, idempotencyKeyHeader } from './idempotency';
 import { fieldIssues } from './validation';
+import { httpClientSpan } from '../tracing/spans';
 
 export interface CallOptions {
   signal?: AbortSignal;
@@ -86,6 +87,7 @@ export class ProviderClient {
   private readonly pool: Dispatcher;
   private readonly basePath: string;
   private readonly origin: string;
+  private readonly server: URL;
   private readonly authorization: string;
   private readonly apiKey: string;
   private readonly timeoutMs: number;
@@ -97,6 +99,7 @@ export class ProviderClient {
     this.onCall = options.onCall;
     const url = new URL(options.baseUrl);
     this.origin = url.origin;
+    this.server = url;
     this.basePath = url.pathname.replace(/\/+$/, '');
     this.apiKey = options.apiKey;
     this.authorization = `Bearer ${options.apiKey}`;
@@ -179,17 +182,20 @@ export class ProviderClient {
     await this.pool.close();
   }
 
+  /** One call: timed and counted by family and outcome when `onCall` is given, and a span of the caller's trace when tracing is on (its `traceparent` goes to the provider). */
   private async call(
     method: 'GET' | 'POST' | 'PATCH',
     path: string,
     options: { body?: unknown; headers?: Record<string, string>; signal?: AbortSignal },
     family: CallFamily = 'other',
   ): Promise<{ status: number; body: unknown }> {
-    if (!this.onCall) return this.send(method, path, options);
+    const headers: Record<string, string> = { authorization: this.authorization, accept: 'application/json', ...options.headers };
+    const traced = () => httpClientSpan(method, path, this.server, headers, (h) => this.send(method, path, { ...options, headers: h }));
+    if (!this.onCall) return traced();
     const started = performance.now();
     const observe = (status: number | 'timeout' | 'network') => this.onCall?.({ family, status, seconds: (performance.now() - started) / 1000 });
     try {
-      const res = await this.send(method, path, options);
+      const res = await traced();
       observe(res.status);
       return res;
     } catch (err) {
@@ -199,15 +205,11 @@ export class ProviderClient {
     }
   }
 
-  private async send(
-    method: 'GET' | 'POST' | 'PATCH',
-    path: string,
-    options: { body?: unknown; headers?: Record<string, string>; signal?: AbortSignal },
-  ): Promise<{ status: number; body: unknown }> {
+  private async send(method: 'GET' | 'POST' | 'PATCH', path: string, options: { body?: unknown; headers: Record<string, string>; signal?: AbortSignal }): Promise<{ status: number; body: unknown }> {
     const what = `${method} ${path.split('?')[0]}`;
     const timeout = AbortSignal.timeout(this.timeoutMs);
     const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
-    const headers: Record<string, string> = { authorization: this.authorization, accept: 'application/json', ...options.headers };
+    const headers = options.headers;
     let payload: string | undefined;
     if (options.body !== undefined) {
       payload = serialize(options.body, what);

@@ -20,6 +20,8 @@ import { describeEndpoints, notifyConfigFromEnv } from '../notifications/config'
 import { providerOutcome, WorkerMetrics } from '../metrics/worker-metrics';
 import { METRICS_ADDRESS, serveMetrics } from '../metrics/serve';
 import { deploymentVersionFromEnv, MakeCurrentSchema, routeOnStart, versionLabel } from '../temporal/worker-deployment';
+import { installTracing, tracingClientInterceptors } from '../tracing/install';
+import { traceFields } from '../tracing/spans';
 
 const WorkerEnvSchema = z.object({
   LOG_LEVEL: z.enum(['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR']).default('INFO'),
@@ -61,6 +63,7 @@ function installRuntime(env: z.output<typeof WorkerEnvSchema>): void {
 async function main(): Promise<void> {
   const env = parseEnv(WorkerEnvSchema, { ...process.env, LOG_LEVEL: process.env.LOG_LEVEL?.toUpperCase() }, 'worker configuration');
   installRuntime(env);
+  const tracing = installTracing('delivery-worker');
   const temporal = temporalSettingsFromEnv();
   const provider = providerConfigFromEnv();
   const notify = notifyConfigFromEnv();
@@ -73,7 +76,7 @@ async function main(): Promise<void> {
       maxMs: provider.retryAfterCapMs,
       onCapped: (e) => {
         metrics.retryAfterCapped();
-        process.stdout.write(JSON.stringify({ time: new Date().toISOString(), level: 'WARN', msg: 'provider Retry-After capped', call: e.call, asked_ms: e.askedMs, capped_ms: e.cappedMs }) + '\n');
+        process.stdout.write(JSON.stringify({ time: new Date().toISOString(), level: 'WARN', msg: 'provider Retry-After capped', ...traceFields(), call: e.call, asked_ms: e.askedMs, capped_ms: e.cappedMs }) + '\n');
       },
     },
   });
@@ -82,7 +85,7 @@ async function main(): Promise<void> {
   const connection = await NativeConnection.connect(temporal.connectionOptions as NativeConnectionOptions);
   const dataConverter = dataConverterFromEnv();
   const deployment = deploymentVersionFromEnv();
-  const temporalClient = new Client({ connection, namespace: temporal.namespace, dataConverter });
+  const temporalClient = new Client({ connection, namespace: temporal.namespace, dataConverter, interceptors: tracingClientInterceptors() });
   const workers = await createDeliveryWorkers({
     connection,
     namespace: temporal.namespace,
@@ -101,6 +104,7 @@ async function main(): Promise<void> {
     workflowBundle: env.WORKER_WORKFLOW_BUNDLE ? { codePath: env.WORKER_WORKFLOW_BUNDLE } : undefined,
     deployment,
     metrics,
+    tracing,
   });
   const stop = () => workers.shutdown();
   process.once('SIGINT', stop);
@@ -120,12 +124,14 @@ async function main(): Promise<void> {
       `, pacing by ${pacing.pacing} (creations ${pacing.limits.creations.limit}/${pacing.limits.creations.windowMs / 1000} s, quotes ${pacing.limits.quotes.limit}/${pacing.limits.quotes.windowMs / 1000} s)` +
       `, notification endpoints: ${describeEndpoints(notify)}` +
       (env.WORKER_METRICS_ADDRESS ? `, metrics http://${env.WORKER_METRICS_ADDRESS}/metrics` : '') +
-      (ownMetrics ? `, delivery metrics ${ownMetrics.url}` : ''),
+      (ownMetrics ? `, delivery metrics ${ownMetrics.url}` : '') +
+      (tracing ? `, traces to ${tracing.config.tracesUrl} as ${tracing.config.serviceName}` : ''),
   );
   await running;
   await ownMetrics?.close();
   await connection.close();
   await client.close();
+  await tracing?.shutdown();
 }
 
 main().catch((err: Error) => {
