@@ -23,6 +23,7 @@ import { gateTaskQueue, notificationsTaskQueue, providerTaskQueues } from '../co
 import { deliveriesServiceHandler } from '../nexus/handlers';
 import { DEFAULT_PACING, taskQueueRatePerSecond, type PacingSettings } from './pacing-config';
 import type { DeploymentVersion } from '../temporal/worker-deployment';
+import type { AccountRegistry } from '../accounts/registry';
 
 export interface DeliveryWorkerOptions {
   connection: NativeConnection;
@@ -49,6 +50,8 @@ export interface DeliveryWorkerOptions {
   stickyQueueTimeoutMs?: number;
   /** Payload encryption (temporal/payload-codec.ts); the same codec as every client's. */
   dataConverter?: DataConverter;
+  /** The courier accounts served (accounts/registry.ts); absent: the start check lets any account through (tests without a registry). */
+  accounts?: AccountRegistry;
   /** The notification endpoints (notifications/config.ts); none by default. */
   notify?: NotifyConfig;
   /**
@@ -100,7 +103,7 @@ export async function createDeliveryWorkers(o: DeliveryWorkerOptions): Promise<D
     ...versioned('PINNED'),
     taskQueue: o.taskQueue,
     workflowBundle,
-    activities: { ...gateActivities, ...createStartCheckActivities(new Set(notify.endpoints.keys())) },
+    activities: { ...gateActivities, ...createStartCheckActivities(new Set(notify.endpoints.keys()), o.accounts) },
     nexusServices: [deliveriesServiceHandler], // the Nexus service `deliveries` (nexus/handlers.ts)
     maxCachedWorkflows: o.maxCachedWorkflows,
     maxConcurrentWorkflowTaskExecutions: o.maxConcurrentWorkflowTasks ?? DEFAULT_MAX_CONCURRENT_WORKFLOW_TASKS,
