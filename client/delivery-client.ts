@@ -35,7 +35,7 @@ import { DeliveryOrderSchema, DeliveryWorkflowInputSchema } from '../contract/sc
 import { deliveryStartOptions } from '../workflows/start-options';
 import { quoteFingerprint } from '../workflows/quote-fingerprint';
 import * as SearchAttributes from '../contract/search-attributes';
-import { deliveryPriority } from '../contract/priorities';
+import { accountPriority } from '../contract/priorities';
 import { failureTypeIn, reasonOf } from '../contract/failure-cause';
 import { deliveryWorkflowId, parseDeliveryWorkflowId } from '../contract/workflow-ids';
 import { ACCOUNT_ID, ACCOUNT_ID_RULE, DEFAULT_ACCOUNT } from '../contract/accounts';
@@ -186,16 +186,18 @@ export class DeliveryClient {
    * A price for this order, without creating anything (same rate-limited path as deliveries).
    * Pass it to startDelivery({ quote }) for the same order and no second quote is asked for.
    */
-  async quote(order: DeliveryOrder): Promise<Quote & { fingerprint?: string }> {
+  async quote(order: DeliveryOrder, { account = this.account }: { account?: string } = {}): Promise<Quote & { fingerprint?: string }> {
     const parsed = DeliveryOrderSchema.safeParse(order);
     if (!parsed.success) throw new InvalidInputError('order', fieldIssues(parsed.error));
+    if (!ACCOUNT_ID.test(account)) throw new InvalidInputError('account', [{ field: 'account', message: ACCOUNT_ID_RULE }]);
     try {
       return await this.temporal.workflow.execute('quoteOnly', {
         taskQueue: this.taskQueue,
         workflowId: `quote:${crypto.randomUUID()}`,
-        args: [parsed.data],
-        staticSummary: `quote · ${parsed.data.destinations.length} stop(s)${parsed.data.is_food ? ' · food' : ''}`,
-        priority: deliveryPriority(parsed.data.is_food),
+        // The account by argument: a quote's workflow ID does not name it.
+        args: account === DEFAULT_ACCOUNT ? [parsed.data] : [parsed.data, { account }],
+        staticSummary: `quote · ${parsed.data.destinations.length} stop(s)${parsed.data.is_food ? ' · food' : ''}${account === DEFAULT_ACCOUNT ? '' : ` · account ${account}`}`,
+        priority: accountPriority(parsed.data.is_food, account),
       });
     } catch (err) {
       throw explainFailure(err);

@@ -12,7 +12,8 @@ import type { DataConverter } from '@temporalio/common';
 import { FAILURE_CONVERTER_PATH } from '../temporal/payload-codec';
 import { bundleWorkflowCode, Worker, type NativeConnection, type WorkflowBundle, type WorkflowBundleOption } from '@temporalio/worker';
 import type { Client } from '@temporalio/client';
-import { createGateActivities, startGate } from '../activities/gate-activities';
+import { configureGate, createGateActivities, startGate } from '../activities/gate-activities';
+import { DEFAULT_ACCOUNT } from '../contract/accounts';
 import type { ProviderActivities } from '../activities/provider-activities';
 import { createStartCheckActivities } from '../activities/start-checks';
 import { createNotifyActivities } from '../activities/notify-activities';
@@ -97,7 +98,7 @@ export async function createDeliveryWorkers(o: DeliveryWorkerOptions): Promise<D
 
   const notify: NotifyConfig = o.notify ?? { endpoints: new Map(), retryScheduleMs: DEFAULT_RETRY_SCHEDULE };
   const workflowBundle = o.workflowBundle ?? (await bundleWorkflows());
-  const gateActivities = createGateActivities({ client: o.client, settings: pacing });
+  const gateActivities = createGateActivities({ client: o.client, settings: pacing, accounts: o.accounts });
   const workflowWorker = await Worker.create({
     ...base,
     ...versioned('PINNED'),
@@ -142,9 +143,23 @@ export async function createDeliveryWorkers(o: DeliveryWorkerOptions): Promise<D
     maxConcurrentActivityTaskExecutions: o.maxConcurrentActivities ?? 200,
   });
   const workers = [workflowWorker, gateWorker, ...activityWorkers, notifyWorker];
-  if (pacing.pacing === 'gate') await startGate(o.client, o.taskQueue, pacing);
+  let stopReconfiguring = () => undefined as void;
+  if (pacing.pacing === 'gate') {
+    // The default account's gate warm at once, as before accounts; every other account's gate starts on its first ask.
+    const warm = o.accounts ? o.accounts.get(DEFAULT_ACCOUNT) : { limits: pacing.limits };
+    if (warm) await startGate(o.client, o.taskQueue, pacing, DEFAULT_ACCOUNT, { ...pacing.limits, ...warm.limits });
+    // An account whose limits changed in the registry: its running gate takes them now (an idle one, at its next start).
+    stopReconfiguring = o.accounts?.onChange((change) => {
+      if (change instanceof Error) return;
+      for (const id of change.changed) {
+        const account = o.accounts!.get(id);
+        if (account) configureGate(o.client, o.taskQueue, pacing, id, { ...pacing.limits, ...account.limits }).catch((err: Error) => console.error(`worker: could not reconfigure the pacing gate of account ${id}: ${err.message}`));
+      }
+    }) ?? stopReconfiguring;
+  }
 
   const shutdown = () => {
+    stopReconfiguring();
     for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
   };
   const run = async () => {

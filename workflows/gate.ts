@@ -38,7 +38,9 @@ import type { CreateDeliveryRequest, DeliveryRecord, Quote } from '../provider/s
 import { NON_RETRYABLE_PROVIDER_FAILURES, PROVIDER_FAILURE_TYPES } from '../contract/failures';
 import { SLOT_MISSED, gateAnswerSignal, gateConfigureSignal, gateRequestSignal, gateStatusQuery, gateWithdrawSignal, type GateAnswer, type GateConfig, type GatedFamily, type GateRequest } from '../contract/gate-messages';
 import { GateState, type Addressed, type Call, type GateSnapshot, type Outcome } from './gate-state';
-import { deliveryPriority } from '../contract/priorities';
+import { accountPriority } from '../contract/priorities';
+import { DEFAULT_ACCOUNT } from '../contract/accounts';
+import { parseGateWorkflowId } from '../contract/workflow-ids';
 import { providerTaskQueues } from '../contract/task-queues';
 
 /** The gate upgrades in place: its runs that answered both the quote and the creation before keep doing so on replay. */
@@ -57,6 +59,8 @@ const { answerDeliveries } = proxyActivities<GateActivities>({ startToCloseTimeo
 export async function pacingGate(input: { taskQueue: string; config: GateConfig; resume?: GateSnapshot }): Promise<never> {
   // A run that answered quotes asked with `answerOnce` before this code existed goes on doing so.
   const gate = new GateState(input.resume ?? GateState.empty(input.config).s, () => patched(ONE_ANSWER_PATCH));
+  // One gate per account (contract/workflow-ids.ts): its calls carry the account as their fairness key.
+  const account = parseGateWorkflowId(workflowInfo().workflowId, input.taskQueue) ?? DEFAULT_ACCOUNT;
   const outbox: Addressed[] = [];
   const inFlight = new Set<Promise<void>>();
   let changed = true;
@@ -81,7 +85,7 @@ export async function pacingGate(input: { taskQueue: string; config: GateConfig;
     else {
       for (const call of gate.take(Date.now())) {
         track(
-          makeCall(input.taskQueue, gate, call).then((answers) => {
+          makeCall(input.taskQueue, account, gate, call).then((answers) => {
             answers.forEach((a) => post(a.to, a.answer, a.told));
             changed = true; // the call's slot changed, answered or not
           }),
@@ -104,7 +108,7 @@ export async function pacingGate(input: { taskQueue: string; config: GateConfig;
 }
 
 /** One call in its slot: scheduled now, sent at `notBefore` at the earliest, never after its schedule-to-close timeout. `told`: its activity sent that answer already. */
-async function makeCall(taskQueue: string, gate: GateState, call: Call): Promise<(Addressed & { told?: boolean })[]> {
+async function makeCall(taskQueue: string, account: string, gate: GateState, call: Call): Promise<(Addressed & { told?: boolean })[]> {
   const { req } = call;
   const delayMs = Math.max(0, call.notBefore - Date.now());
   const act = proxyActivities<ProviderActivities>({
@@ -113,7 +117,7 @@ async function makeCall(taskQueue: string, gate: GateState, call: Call): Promise
     // Started by delay + slack at the latest, it then waits its delay and has the call's time.
     scheduleToCloseTimeout: 2 * delayMs + START_SLACK_MS + gate.s.config.callTimeoutMs,
     retry: { maximumAttempts: 1 }, // each attempt takes a slot of its own
-    priority: deliveryPriority(req.food),
+    priority: accountPriority(req.food, account),
     summary: `${req.family === 'quotes' ? 'quote' : 'create'} for ${req.from}${req.attempts ? `, attempt ${req.attempts + 1}` : ''}`,
   });
   const timing = { delayMs, sendWithinMs: delayMs + gate.s.config.callTimeoutMs };
@@ -156,9 +160,11 @@ export class GateCalls {
   private n = 0;
 
   /** `onQuoted`: the quote of a request asked with `create`, while the gate goes on to create. */
+  /** `account`: for a workflow whose ID names none (a quote without a delivery); a delivery's gate follows from its ID. */
   constructor(
     private readonly config: Pick<GateConfig, 'callTimeoutMs' | 'leadMs'>,
     onQuoted?: (quote: Quote, shared: boolean) => void,
+    private readonly account?: string,
   ) {
     // Keyed by number: a repeated answer is for a number already taken, and never read.
     setHandler(gateAnswerSignal, (a) => void ('creating' in a ? onQuoted?.(a.quote, a.shared) : this.answers.set(a.n, a)));
@@ -181,7 +187,7 @@ export class GateCalls {
       const n = ++this.n;
       let answer: GateAnswer | undefined;
       try {
-        await local.askGate({ taskQueue, request: { from, n, family: asking, food: o.food, requestedAt, order, ...(asking === 'quotes' && { fingerprint: o.fingerprint, create: o.create }), unclear }, notRun });
+        await local.askGate({ taskQueue, request: { from, n, family: asking, food: o.food, requestedAt, order, ...(asking === 'quotes' && { fingerprint: o.fingerprint, create: o.create }), unclear }, notRun, ...(this.account !== undefined && { account: this.account }) });
         await condition(() => this.answers.has(n));
         answer = this.answers.get(n)!;
       } catch (err) {
@@ -192,7 +198,7 @@ export class GateCalls {
           // activity's result can come in one activation with a signal that arrived after it, so
           // no command may depend on which of the two came first.
           const callEnded = mayCreate ? condition(() => this.answers.has(n), 2 * this.config.leadMs + START_SLACK_MS + this.config.callTimeoutMs + 60_000) : undefined;
-          await local.withdrawFromGate({ taskQueue, from, n });
+          await local.withdrawFromGate({ taskQueue, from, n, ...(this.account !== undefined && { account: this.account }) });
           await callEnded;
           return this.answers.get(n);
         });

@@ -10,7 +10,7 @@
 import { TypedSearchAttributes } from '@temporalio/common';
 import { DEFAULT_ACCOUNT } from '../contract/accounts';
 import type { DeliveryWorkflowInput } from '../contract/delivery-types';
-import { deliveryPriority } from '../contract/priorities';
+import { accountPriority } from '../contract/priorities';
 import { DeliveryAccount } from '../contract/search-attributes';
 import { deliveryWorkflowId } from '../contract/workflow-ids';
 import { deliveryStaticDetails, deliverySummary } from './details';
@@ -24,6 +24,7 @@ export function deliveryStartOptions(input: DeliveryWorkflowInput) {
     workflowIdReusePolicy: 'REJECT_DUPLICATE' as const,
     staticSummary: deliverySummary(input),
     staticDetails: deliveryStaticDetails(input),
-    priority: deliveryPriority(input.order.is_food),
+    // Food first; within a priority, the account as fairness key (its workflow tasks and, inherited, its calls).
+    priority: accountPriority(input.order.is_food, account),
   };
 }
