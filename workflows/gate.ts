@@ -31,13 +31,13 @@
  * delivery up by reference before creating (Idempotency-Key = the delivery's workflow ID).
  * `PROVIDER_PACING=task-queue` uses Temporal's task-queue rate limit instead (the comparison).
  */
-import { ActivityFailure, ApplicationFailure, CancellationScope, condition, continueAsNew, isCancellation, patched, proxyActivities, proxyLocalActivities, setCurrentDetails, setHandler, TimeoutFailure, workflowInfo } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, CancellationScope, condition, continueAsNew, isCancellation, log, metricMeter, patched, proxyActivities, proxyLocalActivities, setCurrentDetails, setHandler, TimeoutFailure, workflowInfo } from '@temporalio/workflow';
 import type { GateActivities } from '../activities/gate-activities';
 import type { ProviderActivities } from '../activities/provider-activities';
 import type { CreateDeliveryRequest, DeliveryRecord, Quote } from '../provider/schemas';
 import { NON_RETRYABLE_PROVIDER_FAILURES, PROVIDER_FAILURE_TYPES } from '../contract/failures';
 import { SLOT_MISSED, gateAnswerSignal, gateConfigureSignal, gateRequestSignal, gateStatusQuery, gateWithdrawSignal, type GateAnswer, type GateConfig, type GatedFamily, type GateRequest } from '../contract/gate-messages';
-import { GateState, type Addressed, type Call, type GateSnapshot, type Outcome } from './gate-state';
+import { GateState, UNAUTHORIZED_PROBE_MS, type Addressed, type Call, type GateSnapshot, type Outcome } from './gate-state';
 import { accountPriority } from '../contract/priorities';
 import { DEFAULT_ACCOUNT } from '../contract/accounts';
 import { parseGateWorkflowId } from '../contract/workflow-ids';
@@ -45,6 +45,8 @@ import { providerTaskQueues } from '../contract/task-queues';
 
 /** The gate upgrades in place: its runs that answered both the quote and the creation before keep doing so on replay. */
 const ONE_ANSWER_PATCH = 'gate-one-answer-for-quote-and-creation';
+/** The gate upgrades in place: a run that answered a 401 as the order's failure before keeps doing so on replay. */
+const PAUSE_ON_UNAUTHORIZED_PATCH = 'gate-pause-account-on-unauthorized';
 /** How long an activity task may wait for a worker beyond its delay before the server drops it. */
 export const START_SLACK_MS = 5_000;
 const local = proxyLocalActivities<GateActivities>({ startToCloseTimeout: '10 seconds' });
@@ -73,6 +75,16 @@ export async function pacingGate(input: { taskQueue: string; config: GateConfig;
     const t: Promise<void> = p.then(() => void inFlight.delete(t));
     inFlight.add(t);
   };
+  // One log line and one count when the courier starts refusing the account's key, one line when it accepts it again.
+  let pausedSince = gate.s.unauthorizedSince;
+  const tellPause = () => {
+    const since = gate.s.unauthorizedSince;
+    if (since !== undefined && pausedSince === undefined) {
+      log.warn('courier account paused: the courier refused its API key (401); its deliveries wait, one probe call per period', { account, probeMs: UNAUTHORIZED_PROBE_MS });
+      metricMeter.createCounter('delivery_account_unauthorized', 'pauses', 'Times a courier account was paused because the courier refused its API key (401).').add(1, { account });
+    } else if (since === undefined && pausedSince !== undefined) log.info('courier account resumed: its API key is accepted again', { account, pausedMs: Date.now() - pausedSince });
+    pausedSince = since;
+  };
   setHandler(gateRequestSignal, (requests) => requests.forEach((r) => post(r.from, gate.request(r, Date.now()))));
   setHandler(gateWithdrawSignal, (r) => post(r.from, gate.withdraw(r)));
   setHandler(gateConfigureSignal, (config) => post('', void (gate.s.config = config))); // a new worker's settings
@@ -86,6 +98,7 @@ export async function pacingGate(input: { taskQueue: string; config: GateConfig;
       for (const call of gate.take(Date.now())) {
         track(
           makeCall(input.taskQueue, account, gate, call).then((answers) => {
+            tellPause();
             answers.forEach((a) => post(a.to, a.answer, a.told));
             changed = true; // the call's slot changed, answered or not
           }),
@@ -142,6 +155,8 @@ async function makeCall(taskQueue: string, account: string, gate: GateState, cal
 
 function outcomeOf(err: unknown, n: number): Outcome {
   const cause = err instanceof ActivityFailure ? err.cause : err;
+  // A revoked or wrong key pauses the account's calls instead of failing its orders (patched: a run that failed them before replays so).
+  if (cause instanceof ApplicationFailure && cause.type === PROVIDER_FAILURE_TYPES.unauthorized && patched(PAUSE_ON_UNAUTHORIZED_PATCH)) return { kind: 'unauthorized' };
   if (cause instanceof TimeoutFailure) return { kind: cause.timeoutType === 'SCHEDULE_TO_START' ? 'not_made' : 'unclear' };
   if (!(cause instanceof ApplicationFailure)) return { kind: 'unclear' };
   const details = cause.details?.[0] as { status?: number; retryAfterMs?: number } | undefined;

@@ -170,11 +170,11 @@ describe('the delivery workflow', () => {
       const handle = await start();
       const s = await following(handle);
       const created = await searchAttributes(handle);
-      expect(created).toMatchObject({ OrderReference: s.reference, IsFood: false, DestinationCount: 2, DeliveryId: s.deliveryId, QuotedPrice: 1250 });
+      expect(created).toMatchObject({ OrderReference: s.reference, IsFood: false, DestinationCount: 2, DeliveryId: s.deliveryId, QuotedPrice: 1250, DeliveryAccount: 'default' });
       expect(created.DeliveryStatus).toBeUndefined();
       await deliver(handle, s, async () => expect((await searchAttributes(handle)).DeliveryStatus).toBeUndefined());
       expect((await searchAttributes(handle)).DeliveryStatus).toBe('DELIVERED');
-      expect(await upserts(handle)).toEqual([['DeliveryId', 'DestinationCount', 'IsFood', 'OrderReference', 'QuotedPrice'], ['DeliveryStatus']]);
+      expect(await upserts(handle)).toEqual([['DeliveryAccount', 'DeliveryId', 'DestinationCount', 'IsFood', 'OrderReference', 'QuotedPrice'], ['DeliveryStatus']]);
     });
 
     it('with DELIVERY_STATUS_SEARCH=every: DeliveryStatus follows every status, one upsert each', async () => {
