@@ -7,7 +7,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { DeliveryRequestRejectedError, InvalidInputError } from '../../client/delivery-client';
+import { InvalidInputError } from '../../client/delivery-client';
 import { UnauthorizedError } from '../../provider/errors';
 import { deliveryWorkflowId } from '../../contract/workflow-ids';
 import type { DeliveryState } from '../../contract/delivery-types';
