@@ -10,21 +10,32 @@ import { pickupTimeIssues } from '../provider/rules';
 import type { FieldIssue } from '../provider/schemas';
 import { fieldIssues } from '../provider/validation';
 import { DeliveryWorkflowInputSchema } from '../contract/schemas';
+import { DEFAULT_ACCOUNT } from '../contract/accounts';
+import type { AccountRegistry } from '../accounts/registry';
 
 export interface StartCheckActivities {
   /** Every contract issue of a delivery workflow's input, `[]` when it is valid. Never throws for bad input. */
   checkDeliveryInput(input: unknown): Promise<FieldIssue[]>;
 }
 
+/** The accounts a worker serves (accounts/registry.ts): only whether one is known. */
+export type KnownAccounts = Pick<AccountRegistry, 'get'>;
+
 /**
  * `notifyEndpoints`: the endpoint names this worker's configuration has (DELIVERY_NOTIFY_ENDPOINTS);
- * a start naming another is refused before anything is quoted or created. Left out (a check made
- * where the configuration is not known), the workflow's own start check decides.
+ * a start naming another is refused before anything is quoted or created. `accounts`: the
+ * worker's registry; a start for an account it does not have is refused the same way. Left out (a
+ * check made where the configuration is not known), the workflow's own start check decides.
  */
-export function deliveryInputIssues(input: unknown, nowMs: number, notifyEndpoints?: ReadonlySet<string>): FieldIssue[] {
+export function deliveryInputIssues(input: unknown, nowMs: number, notifyEndpoints?: ReadonlySet<string>, accounts?: KnownAccounts): FieldIssue[] {
   const parsed = DeliveryWorkflowInputSchema.safeParse(input);
   if (!parsed.success) return fieldIssues(parsed.error).map((i) => (i.field === '(body)' ? { ...i, field: 'input' } : i));
   const issues = pickupTimeIssues(parsed.data.order.desired_pickup_time, nowMs).map((i) => ({ ...i, field: `order.${i.field}` }));
+  const account = parsed.data.account ?? DEFAULT_ACCOUNT;
+  if (accounts !== undefined && !accounts.get(account)) {
+    // Not the list of accounts: a caller learns only that this one is not served here.
+    issues.push({ field: 'account', message: `no courier account ${account} in this deployment's registry (the operator lists accounts in DELIVERY_ACCOUNTS_FILE)` });
+  }
   const endpoint = parsed.data.notify?.endpoint;
   if (endpoint !== undefined && notifyEndpoints !== undefined && !notifyEndpoints.has(endpoint)) {
     const known = notifyEndpoints.size > 0 ? `configured: ${[...notifyEndpoints].join(', ')}` : 'none is configured';
@@ -33,10 +44,10 @@ export function deliveryInputIssues(input: unknown, nowMs: number, notifyEndpoin
   return issues;
 }
 
-export function createStartCheckActivities(notifyEndpoints: ReadonlySet<string> = new Set()): StartCheckActivities {
+export function createStartCheckActivities(notifyEndpoints: ReadonlySet<string> = new Set(), accounts?: KnownAccounts): StartCheckActivities {
   return {
     async checkDeliveryInput(input) {
-      return deliveryInputIssues(input, Date.now(), notifyEndpoints);
+      return deliveryInputIssues(input, Date.now(), notifyEndpoints, accounts);
     },
   };
 }
