@@ -159,15 +159,25 @@ async function deploymentExists(service: Service, namespace: string, deploymentN
   }
 }
 
+const DESCRIBE_RETRY_MS = 100;
+const DESCRIBE_PATIENCE_MS = 5_000;
+
 /** The deployment's routing and versions; undefined when no worker of it has polled yet. */
 export async function describeDeployment(service: Service, namespace: string, deploymentName: string): Promise<DeploymentState | undefined> {
   if (!(await deploymentExists(service, namespace, deploymentName))) return undefined;
   let info;
-  try {
-    info = (await service.describeWorkerDeployment({ namespace, deploymentName })).workerDeploymentInfo;
-  } catch (err) {
-    if (isNotFound(err)) return undefined;
-    throw err;
+  // A deployment that exists can still be answered NotFound for a moment: the describe is a query
+  // of the server's workflow for it, whose new run (it continues as new after every routing change)
+  // has not taken its first task yet. Asked again, briefly, rather than read as "no deployment".
+  for (let waitedMs = 0; ; waitedMs += DESCRIBE_RETRY_MS) {
+    try {
+      info = (await service.describeWorkerDeployment({ namespace, deploymentName })).workerDeploymentInfo;
+      break;
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+      if (waitedMs >= DESCRIBE_PATIENCE_MS) return undefined;
+      await new Promise((resolve) => setTimeout(resolve, DESCRIBE_RETRY_MS));
+    }
   }
   const routing = info?.routingConfig;
   const ramping = routing?.rampingDeploymentVersion?.buildId;
