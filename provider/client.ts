@@ -71,8 +71,10 @@ export interface CreatedDelivery {
   replayed: boolean;
 }
 
-export type ProviderClientOptions = Pick<ProviderConfig, 'baseUrl' | 'apiKey'> &
+export type ProviderClientOptions = Pick<ProviderConfig, 'baseUrl'> &
   Partial<Pick<ProviderConfig, 'timeoutMs' | 'connections'>> & {
+    /** The key, or how to read it at each call (a registry account's: a rotated key is used from the next call). */
+    apiKey: string | (() => string);
     /** Retry-After is capped where it is parsed, so every consumer waits at most this (provider/errors.ts). */
     retryAfterCap?: RetryAfterCap;
   };
@@ -83,8 +85,7 @@ export class ProviderClient {
   private readonly pool: Dispatcher;
   private readonly basePath: string;
   private readonly origin: string;
-  private readonly authorization: string;
-  private readonly apiKey: string;
+  private readonly apiKey: () => string;
   private readonly timeoutMs: number;
   private readonly retryAfterCap: RetryAfterCap | undefined;
 
@@ -93,8 +94,8 @@ export class ProviderClient {
     const url = new URL(options.baseUrl);
     this.origin = url.origin;
     this.basePath = url.pathname.replace(/\/+$/, '');
-    this.apiKey = options.apiKey;
-    this.authorization = `Bearer ${options.apiKey}`;
+    const key = options.apiKey;
+    this.apiKey = typeof key === 'string' ? () => key : key;
     this.timeoutMs = options.timeoutMs ?? 10_000;
     this.pool = new Pool(this.origin, {
       connections: options.connections ?? 16,
@@ -182,7 +183,7 @@ export class ProviderClient {
     const what = `${method} ${path.split('?')[0]}`;
     const timeout = AbortSignal.timeout(this.timeoutMs);
     const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
-    const headers: Record<string, string> = { authorization: this.authorization, accept: 'application/json', ...options.headers };
+    const headers: Record<string, string> = { authorization: `Bearer ${this.apiKey()}`, accept: 'application/json', ...options.headers };
     let payload: string | undefined;
     if (options.body !== undefined) {
       payload = serialize(options.body, what);
@@ -248,7 +249,13 @@ export class ProviderClient {
 
   /** Belt and braces: no text we throw may contain the key, whatever the provider echoes. */
   private scrub(text: string): string {
-    return this.apiKey ? text.split(this.apiKey).join('[redacted]') : text;
+    let key = '';
+    try {
+      key = this.apiKey();
+    } catch {
+      // No key to read now: nothing of it can be in the text either.
+    }
+    return key ? text.split(key).join('[redacted]') : text;
   }
   private scrubCause(err: unknown): unknown {
     return err instanceof Error ? new Error(this.scrub(err.message)) : undefined;
