@@ -8,6 +8,7 @@
  * next webhook without a restart; a client is made the first time an account needs one and made
  * anew when the account's base URL changes (a removed account's is closed).
  */
+import { readFileSync } from 'node:fs';
 import { DEFAULT_ACCOUNT } from '../contract/accounts';
 import type { AccountRegistry } from '../accounts/registry';
 import { ProviderClient, type ProviderClientOptions } from '../provider/client';
@@ -22,13 +23,18 @@ export interface BridgeAccount {
 
 export interface BridgeAccounts {
   get(id: string): BridgeAccount | undefined;
+  /**
+   * The work of reading an account's secrets, for a webhook to an account that is not served, so
+   * its refusal takes as long as a known account's (a secrets file read at each webhook).
+   */
+  decoyRead(): void;
   close(): Promise<void>;
 }
 
 /** The bridge before accounts: one client, one list of secrets, the `default` account. close() closes the client. */
 export function singleAccount(provider: ProviderClient, secrets: readonly string[]): BridgeAccounts {
   const account: BridgeAccount = { id: DEFAULT_ACCOUNT, webhookSecrets: () => [...secrets], provider };
-  return { get: (id) => (id === DEFAULT_ACCOUNT ? account : undefined), close: () => provider.close() };
+  return { get: (id) => (id === DEFAULT_ACCOUNT ? account : undefined), decoyRead: () => undefined, close: () => provider.close() };
 }
 
 /** Every account of the registry; `client` holds the settings all their clients share (timeouts, pool size, Retry-After cap). */
@@ -61,6 +67,13 @@ export function registryAccounts(registry: AccountRegistry, client: Omit<Provide
           return c.provider;
         },
       };
+    },
+    decoyRead() {
+      try {
+        readFileSync(registry.source, 'utf8');
+      } catch {
+        // only the time it takes matters
+      }
     },
     async close() {
       unsubscribe();

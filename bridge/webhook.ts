@@ -88,7 +88,10 @@ export function createWebhookHandler(o: WebhookHandlerOptions) {
 
   /** The account's secrets, or the decoy for an unknown account or one without secrets (the same answer, the same work). */
   function secretsOf(account: BridgeAccount | undefined): readonly string[] {
-    if (!account) return decoy;
+    if (!account) {
+      o.accounts.decoyRead();
+      return decoy;
+    }
     let secrets: string[];
     try {
       secrets = account.webhookSecrets();
