@@ -9,7 +9,7 @@ import type { ReasonCode, WebhookOutcome } from './outcomes';
 
 export class BridgeMetrics {
   readonly registry = new Registry();
-  private readonly webhooks: Counter<'account' | 'outcome' | 'reason'>;
+  private readonly webhooks: Counter<'outcome' | 'reason' | 'account'>;
   private readonly handling: Histogram<'outcome'>;
   private readonly negativeHits: Counter<'kind'>;
   private readonly suppressedLogLines: Counter;
@@ -21,7 +21,8 @@ export class BridgeMetrics {
     this.webhooks = new Counter({
       name: 'bridge_webhooks_total',
       help: 'Webhook requests answered, by courier account (the URL\'s, when the bridge serves it; "(unknown)" otherwise), outcome and reason code.',
-      labelNames: ['account', 'outcome', 'reason'],
+      // `account` last: series read as {outcome=…,reason=…} before accounts keep their form.
+      labelNames: ['outcome', 'reason', 'account'],
       registers,
     });
     // Present from the start, so a dashboard (or a test) reads 0 rather than no series.
@@ -30,7 +31,7 @@ export class BridgeMetrics {
       ['duplicate', 'already_delivered'],
       ['workflow_closed', 'workflow_closed'],
     ] as const) {
-      this.webhooks.labels(DEFAULT_ACCOUNT, outcome, reason).inc(0);
+      this.webhooks.labels(outcome, reason, DEFAULT_ACCOUNT).inc(0);
     }
     this.handling = new Histogram({
       name: 'bridge_webhook_handling_seconds',
@@ -91,7 +92,7 @@ export class BridgeMetrics {
 
   /** `account`: a served account's id or the one unknown label, never text a request chose. */
   observe(account: string, outcome: WebhookOutcome, reason: ReasonCode, seconds: number): void {
-    this.webhooks.labels(account, outcome, reason).inc();
+    this.webhooks.labels(outcome, reason, account).inc();
     this.handling.labels(outcome).observe(seconds);
   }
 
