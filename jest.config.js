@@ -2,6 +2,8 @@
 // HTTP servers on 127.0.0.1 (simulator, bridge); `temporal` also shares one Temporal dev server,
 // started once in globalSetup; `cluster` provisions a multi-process Temporal cluster on PostgreSQL
 // per test file (test/helpers/cluster.ts).
+// Every project's tests run in test/helpers/quiet-environment.js: a passing test's console
+// output is dropped, a failing test's printed with its result.
 const transform = { '^.+\\.ts$': ['@swc/jest', { jsc: { target: 'es2022' } }] };
 
 /** @type {import('jest').Config} */
@@ -9,19 +11,19 @@ module.exports = {
   projects: [
     {
       displayName: 'unit',
-      testEnvironment: 'node',
+      testEnvironment: '<rootDir>/test/helpers/quiet-environment.js',
       transform,
       testMatch: ['<rootDir>/test/unit/**/*.test.ts'],
     },
     {
       displayName: 'http',
-      testEnvironment: 'node',
+      testEnvironment: '<rootDir>/test/helpers/quiet-environment.js',
       transform,
       testMatch: ['<rootDir>/test/http/**/*.test.ts'],
     },
     {
       displayName: 'temporal',
-      testEnvironment: 'node',
+      testEnvironment: '<rootDir>/test/helpers/quiet-environment.js',
       transform,
       testMatch: ['<rootDir>/test/temporal/**/*.test.ts'],
       globalSetup: '<rootDir>/test/helpers/global-setup.ts',
@@ -32,7 +34,7 @@ module.exports = {
       // A production-shaped Temporal cluster on PostgreSQL (scripts/cluster/), nginx and several
       // worker and bridge processes; each test file provisions its own on free ports.
       displayName: 'cluster',
-      testEnvironment: 'node',
+      testEnvironment: '<rootDir>/test/helpers/quiet-environment.js',
       transform,
       testMatch: ['<rootDir>/test/cluster/**/*.test.ts'],
       setupFiles: ['<rootDir>/test/helpers/quiet-runtime.ts'],

@@ -11,6 +11,7 @@ import { gateAnswerSignal, gateConfigureSignal, gateRequestSignal, gateWithdrawS
 import { gateWorkflowId } from '../contract/workflow-ids';
 import { gateTaskQueue } from '../contract/task-queues';
 import { batchedSends, type BatchLimits } from './batched-sends';
+import { activeTraceparent } from '../tracing/spans';
 
 /**
  * An ask that finds no other on its way waits this long for the asks of orders started with it:
@@ -40,7 +41,7 @@ export async function startGate(client: Client, taskQueue: string, settings: Pac
   await client.workflow.signalWithStart('pacingGate', { ...gateStart(taskQueue, config), signal: gateConfigureSignal, signalArgs: [config] });
 }
 
-export function createGateActivities(deps: { client: Client; settings: PacingSettings }) {
+export function createGateActivities(deps: { client: Client; settings: PacingSettings; onDeliveryStarted?: () => void }) {
   // A workflow that is gone (terminated, or the gate before it restarts) needs no message.
   const ignoreGone = (err: unknown): void => {
     if (!(err instanceof WorkflowNotFoundError)) throw err;
@@ -58,6 +59,8 @@ export function createGateActivities(deps: { client: Client; settings: PacingSet
   return {
     /** The worker's pacing settings, recorded once in the delivery's history. */
     async pacingSettings(): Promise<PacingSettings> {
+      // Read once by a delivery's first run (a local activity's result is recorded: a replay does not run it again).
+      if (deps.onDeliveryStarted && Context.current().info.workflowType === 'delivery') deps.onDeliveryStarted();
       return deps.settings;
     },
     /**
@@ -75,7 +78,9 @@ export function createGateActivities(deps: { client: Client; settings: PacingSet
           throw ApplicationFailure.create({ type: 'GateContinuingAsNew', message: `the pacing gate's run ${notRun} is continuing as new`, nextRetryDelay, category: ApplicationFailureCategory.BENIGN });
         }
       }
-      await ask(taskQueue, request);
+      // The delivery's trace rides in the ask (one signal carries the asks of many deliveries).
+      const trace = activeTraceparent();
+      await ask(taskQueue, trace ? { ...request, trace } : request);
     },
     async withdrawFromGate({ taskQueue, from, n }: { taskQueue: string; from: string; n: number }): Promise<void> {
       await deps.client.workflow.getHandle(gateWorkflowId(taskQueue)).signal(gateWithdrawSignal, { from, n }).catch(ignoreGone);

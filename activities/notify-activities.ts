@@ -17,15 +17,20 @@ import type { NotifyConfig } from '../notifications/config';
 import { retryDelayMs } from '../notifications/retry-schedule';
 import { NotificationSender } from '../notifications/sender';
 import { configTargets, currentAccount, type NotifyTargets } from '../notifications/targets';
+import type { NotificationObserver } from '../metrics/worker-metrics';
 
 export interface NotifyActivities {
   notifyEndpoint(args: { endpoint: string; notification: DeliveryNotification }): Promise<void>;
 }
 
-/** `targets`: each account's endpoints (the registry's); left out, the config's endpoints are the `default` account's. */
-export function createNotifyActivities(config: NotifyConfig, sender = new NotificationSender(), targets: NotifyTargets = configTargets(config)): NotifyActivities {
+/**
+ * `observer`: the worker's metrics; `targets`: each account's endpoints (the registry's); left
+ * out, the config's endpoints are the `default` account's.
+ */
+export function createNotifyActivities(config: NotifyConfig, sender = new NotificationSender(), observer?: NotificationObserver, targets: NotifyTargets = configTargets(config)): NotifyActivities {
   return {
     async notifyEndpoint({ endpoint, notification }) {
+      const info = Context.current().info;
       const account = currentAccount();
       const whose = account === DEFAULT_ACCOUNT ? '' : ` for account ${account}`;
       let target;
@@ -33,22 +38,29 @@ export function createNotifyActivities(config: NotifyConfig, sender = new Notifi
         target = targets.endpoint(account, endpoint);
       } catch (err) {
         // A secret file that cannot be read now (an operator's mount being replaced): try again on the schedule.
-        throw ApplicationFailure.create({ type: NOTIFY_FAILURE_TYPES.endpointFailed, message: `endpoint ${endpoint}${whose}: ${(err as Error).message}`, nextRetryDelay: retryDelayMs(config.retryScheduleMs, Context.current().info.attempt) });
+        throw ApplicationFailure.create({ type: NOTIFY_FAILURE_TYPES.endpointFailed, message: `endpoint ${endpoint}${whose}: ${(err as Error).message}`, nextRetryDelay: retryDelayMs(config.retryScheduleMs, info.attempt) });
       }
+      // One notification: its workflow's activity; the endpoint label only ever a configured name.
+      const observe = (result: 'sent' | 'retried' | 'failed', nextRetryMs?: number) =>
+        observer?.attempt({ endpoint: target ? endpoint : '(unknown)', key: `${info.workflowExecution?.workflowId}/${info.activityId}`, result, nextRetryMs });
       if (!target) {
+        observe('failed');
         // Checked at the start (activities/start-checks.ts); here only if the configuration changed since.
         throw ApplicationFailure.create({ type: NOTIFY_FAILURE_TYPES.endpointUnknown, message: `no notification endpoint named ${endpoint} is configured${whose} on this worker`, nonRetryable: true });
       }
       const outcome = await sender.send(target, notification);
-      if (outcome.kind === 'delivered') return;
+      if (outcome.kind === 'delivered') return observe('sent');
       if (outcome.kind === 'gone') {
+        observe('failed');
         throw ApplicationFailure.create({ type: NOTIFY_FAILURE_TYPES.endpointGone, message: `endpoint ${endpoint} answered 410 Gone: no more notifications of this delivery to it`, nonRetryable: true });
       }
-      const attempt = Context.current().info.attempt;
+      const attempt = info.attempt;
+      const nextRetryDelay = retryDelayMs(config.retryScheduleMs, attempt, outcome.retryAfterMs);
+      observe('retried', nextRetryDelay);
       throw ApplicationFailure.create({
         type: NOTIFY_FAILURE_TYPES.endpointFailed,
         message: `endpoint ${endpoint} ${outcome.reason} (attempt ${attempt})`,
-        nextRetryDelay: retryDelayMs(config.retryScheduleMs, attempt, outcome.retryAfterMs),
+        nextRetryDelay,
       });
     },
   };

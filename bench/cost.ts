@@ -11,6 +11,8 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { temporal } from '@temporalio/proto';
 import { DeliveryClient } from '../client/delivery-client';
+import type { DeliveryResult } from '../contract/delivery-types';
+import { deliveryRank } from '../provider/lifecycle';
 import { gateWorkflowId } from '../contract/workflow-ids';
 import { generateWebhookSecret } from '../provider/webhook-signature';
 import { deliveryRequest } from '../test/fixtures/orders';
@@ -22,7 +24,7 @@ const settings = benchSettings('COST');
 const DELIVERIES = settings.num('DELIVERIES', 10);
 const STOPS = (process.env.COST_BENCH_STOPS ?? '3,1,30').split(',').map(Number);
 /** The worker's DELIVERY_STATUS_SEARCH for this run (COST_BENCH_STATUS_SEARCH=every: one upsert per status). */
-const STATUS_SEARCH = process.env.COST_BENCH_STATUS_SEARCH ?? 'final';
+const STATUS_SEARCH = process.env.COST_BENCH_STATUS_SEARCH ?? 'every';
 const TASK_QUEUE = 'bench-cost';
 const E = temporal.api.enums.v1.EventType;
 export const ACTION_TYPES = ['workflow started', 'signal', 'activity attempt', 'local activities', 'timer', 'search attributes', 'update', 'query'] as const;
@@ -60,6 +62,15 @@ const COUNTED: Partial<Record<number, ActionType>> = {
   [E.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED]: 'update',
 };
 
+/**
+ * Changes of the delivery's own status after the creation's (CREATED, set with the creation's
+ * upsert) up to the status it ended in, along the provider's lifecycle: 4 for a delivered one.
+ */
+export function deliveryStatusChanges(result: Pick<DeliveryResult, 'status'>): number {
+  const rank = result.status === undefined ? undefined : deliveryRank(result.status);
+  return Math.max(0, (rank ?? 0) - (deliveryRank('CREATED') ?? 0));
+}
+
 const total = (a: Actions) => ACTION_TYPES.reduce((s, t) => s + a[t], 0);
 const add = (x: Actions, y: Actions) => Object.fromEntries(ACTION_TYPES.map((t) => [t, x[t] + y[t]])) as Actions;
 const scale = (x: Actions, k: number) => Object.fromEntries(ACTION_TYPES.map((t) => [t, Math.round(x[t] * k * 100) / 100])) as Actions;
@@ -88,6 +99,7 @@ export async function costBenchmark(): Promise<BenchmarkOutput> {
       progress(`${name}: ${DELIVERIES} deliveries end to end...`);
       const refs = Array.from({ length: DELIVERIES }, () => `COST-${++n}-${Date.now().toString(36)}`);
       const cpu = cpuMeter({ worker: worker.pid, bridge: bridge.pid });
+      let statusChanges = 0;
       const webhooks0 = sim.webhookAttempts().length;
       const startedAt = Date.now();
       // The grace's timer is counted; its length does not change the count.
@@ -96,7 +108,10 @@ export async function costBenchmark(): Promise<BenchmarkOutput> {
       const order = (reference: string) => deliveryRequest({ pickup_location: { ...deliveryRequest().pickup_location, company: `Kitchen ${reference}` } }, shape.stops);
       await cpu.span(async () => {
         await pool(refs, 8, async (reference) => void (await deliveries.startDelivery(order(reference), { reference, followUp, notify: shape.notify ? { endpoint: 'orders' } : undefined })));
-        await pool(refs, 32, async (reference) => void (await deliveries.result(reference)));
+        await pool(refs, 32, async (reference) => {
+          const changes = deliveryStatusChanges(await deliveries.result(reference)); // read before adding: `x += await …` would add to a stale x
+          statusChanges += changes;
+        });
       });
       const endedAt = Date.now();
       const webhooks = sim.webhookAttempts().length - webhooks0;
@@ -119,8 +134,9 @@ export async function costBenchmark(): Promise<BenchmarkOutput> {
       };
       const gate = scale(countActions(gateEvents, inWindow), 1 / DELIVERIES);
       const perDelivery = scale(own, 1 / DELIVERIES);
-      // The least a delivery needs: its start, one signal per webhook, the quote and the creation.
-      const least = 1 + webhooks / DELIVERIES + 2;
+      // The least a delivery needs: its start, one signal per webhook, the quote and the creation,
+      // and one DeliveryStatus upsert per change of its status (open deliveries found by status).
+      const least = 1 + webhooks / DELIVERIES + 2 + statusChanges / DELIVERIES;
       const all = total(perDelivery) + total(gate);
       Object.assign(figures, {
         [`${name}_events`]: Math.round(events / DELIVERIES),
@@ -130,6 +146,7 @@ export async function costBenchmark(): Promise<BenchmarkOutput> {
         [`${name}_least_actions`]: least,
         [`${name}_actions_over_least`]: Math.round((all / least) * 100) / 100,
         [`${name}_webhooks`]: webhooks / DELIVERIES,
+        [`${name}_status_changes`]: statusChanges / DELIVERIES,
         [`${name}_signals_received`]: signalsIn / DELIVERIES,
         [`${name}_worker_cpu_ms`]: Math.round(workerMs),
         [`${name}_bridge_cpu_ms_per_webhook`]: Math.round(bridgeMs * 100) / 100,

@@ -7,7 +7,8 @@
  * server (`task-queue`), straight to the API client retrying 429s with exponential backoff
  * (`naive`), and the gate's backlog of POISON_ORDERS with poison orders started first (`poison`).
  * Not by default: `switch`, the gate's backlog while the workers' deployment switches versions
- * (a second set of workers, build B, made current once a third of the orders are created).
+ * (a second set of workers, build B, made current once a third of the orders are created);
+ * `observe`, the gate's backlog with metrics and traces off, then on, alternating (observePhase).
  */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
@@ -26,15 +27,20 @@ import { deliveryWorkflowId, gateWorkflowId } from '../contract/workflow-ids';
 import { providerTaskQueues } from '../contract/task-queues';
 import { limitsCharts, type BacklogSamples } from './run-charts';
 import { backlogCounter, leastCreationTimes, leastDrainMs, round, windowUse } from './limits-figures';
-import { benchSettings, median, pool, progressLog, sleep, ticker, type BenchmarkOutput } from './measure';
+import { benchSettings, cpuMeter, median, pool, progressLog, sleep, ticker, type BenchmarkOutput } from './measure';
 import { setCurrentVersion, waitForVersion } from '../temporal/worker-deployment';
 import { temporal as proto } from '@temporalio/proto';
 import { tsToMs } from '@temporalio/common/lib/time';
+import { ensureJaeger, startJaeger } from '../scripts/jaeger';
+import { workflowBundleFile } from '../scripts/processes';
+import { freePort } from '../scripts/temporal-dev-server';
 
 const { num } = benchSettings('LIMITS');
 const SCALE = num('SCALE', 10);
 const ORDERS = num('ORDERS', 300);
 const POISON_ORDERS = num('POISON_ORDERS', 200);
+const OBSERVE_ROUNDS = num('OBSERVE_ROUNDS', 3);
+const OBSERVE_PARTS = (process.env.LIMITS_BENCH_OBSERVE_PARTS ?? 'metrics,traces').split(','); // what `on` turns on
 const TIME_LIMIT_MS = num('TIME_LIMIT_MIN', 40) * 60_000;
 const PHASES = (process.env.LIMITS_BENCH_PHASES ?? 'gate,task-queue,naive,poison').split(',');
 /** Read when the run starts: bench/main.ts sets BENCH_TEMPORAL for `--cluster`. */
@@ -69,7 +75,7 @@ interface Context {
   bundle: string;
 }
 
-function startWorkers(ctx: Context, o: { taskQueue: string; url: string; key: string; pacing: 'gate' | 'task-queue'; env?: Record<string, string>; name?: string }) {
+function startWorkers(ctx: Context, o: { taskQueue: string; url: string; key: string; pacing: 'gate' | 'task-queue'; env?: (i: number) => Record<string, string>; name?: string }) {
   const env = {
     DELIVERY_API_KEY: o.key,
     LOG_LEVEL: 'WARN',
@@ -82,9 +88,8 @@ function startWorkers(ctx: Context, o: { taskQueue: string; url: string; key: st
     PROVIDER_QUOTE_MIN_REMAINING_MS: String(Math.round(60_000 / SCALE)),
     PROVIDER_CALL_TIMEOUT_MS: '10000',
     WORKER_WORKFLOW_BUNDLE: ctx.bundle,
-    ...o.env,
   };
-  return Promise.all(Array.from({ length: workerCount() }, (_, i) => ctx.stack.start('worker', o.url, env, { name: `${o.name ?? 'worker'}-${i + 1}`, inherit: true })));
+  return Promise.all(Array.from({ length: workerCount() }, (_, i) => ctx.stack.start('worker', o.url, { ...env, ...o.env?.(i) }, { name: `${o.name ?? 'worker'}-${i + 1}`, inherit: true })));
 }
 
 /** When the simulator created each order's delivery, waiting until all are or the deadline passes. */
@@ -159,9 +164,9 @@ function backlogFigures(phase: string, orders: Order[], startedAt: Map<string, n
  * gate's, five poison orders placed first (two Unicode references, a newline one, which is refused
  * before start and so left out, 500 forever, 422); it reports the others' figures.
  */
-async function backlogPhase(ctx: Context, phase: 'gate' | 'task-queue' | 'poison' | 'switch'): Promise<BacklogFigures & Partial<SwitchFigures>> {
-  const key = `bench-${phase}`;
-  const taskQueue = `limits-${phase}`;
+async function backlogPhase(ctx: Context, phase: 'gate' | 'task-queue' | 'poison' | 'switch' | 'observe', observe?: { round: string; env?: (i: number) => Record<string, string> }): Promise<BacklogFigures & Partial<SwitchFigures> & { workerCpuS?: number }> {
+  const key = `bench-${phase}${observe?.round ?? ''}`;
+  const taskQueue = `limits-${phase}${observe?.round ?? ''}`;
   const stamp = Date.now().toString(36);
   const all = makeOrders(`${phase}-${stamp}`, phase === 'poison' ? POISON_ORDERS : ORDERS);
   const poison = phase === 'poison' ? [`ORD-€42-${stamp}`, `注文-1001-${stamp}`, `P500-${stamp}`, `P422-${stamp}`].map((reference, i) => ({ ...all[i]!, reference })) : [];
@@ -170,14 +175,16 @@ async function backlogPhase(ctx: Context, phase: 'gate' | 'task-queue' | 'poison
   if (phase === 'task-queue') await setServerQueueLimits(ctx, taskQueue);
   const deployment = `bench-${phase}-${stamp}`; // a deployment of its own: its current version is this phase's alone
   const versionEnv = (buildId: string, makeCurrent: string) => ({ WORKER_DEPLOYMENT_NAME: deployment, WORKER_BUILD_ID: buildId, WORKER_MAKE_CURRENT: makeCurrent });
-  const workers = await startWorkers(ctx, { taskQueue, url, key, pacing: phase === 'task-queue' ? 'task-queue' : 'gate', env: phase === 'switch' ? versionEnv('a', 'always') : undefined });
+  const workers = await startWorkers(ctx, { taskQueue, url, key, pacing: phase === 'task-queue' ? 'task-queue' : 'gate', env: phase === 'switch' ? () => versionEnv('a', 'always') : observe?.env });
   // Build B's workers poll before the switch, as a rollout requires (npm run rollout checks it).
-  if (phase === 'switch') workers.push(...(await startWorkers(ctx, { taskQueue, url, key, pacing: 'gate', env: versionEnv('b', 'never'), name: 'worker-b' })));
+  if (phase === 'switch') workers.push(...(await startWorkers(ctx, { taskQueue, url, key, pacing: 'gate', env: () => versionEnv('b', 'never'), name: 'worker-b' })));
   let switched: Promise<number> | undefined;
   const client = new DeliveryClient({ temporal: ctx.temporal, taskQueue });
   const least = leastDrainMs(orders, LIMITS.quotes, LIMITS.creations);
   progress(`${phase}: ${orders.length} orders (${orders.filter((o) => o.order.is_food).length} food, ${new Set(orders.map((o) => o.fingerprint)).size} distinct), least drain ${(least / 1000).toFixed(1)} s`);
   const startedAt = new Map<string, number>();
+  const cpu = cpuMeter(Object.fromEntries(workers.map((w, i) => [i, w.pid])));
+  const measured = cpu.begin();
   try {
     for (const o of poison) await client.startDelivery(o.order, { reference: o.reference, followUp: { quietMs: QUIET_MS } });
     await pool(orders, 32, async (o) => {
@@ -186,11 +193,44 @@ async function backlogPhase(ctx: Context, phase: 'gate' | 'task-queue' | 'poison
     });
     if (phase === 'switch') switched = switchWhenCreated(ctx, sim, { deploymentName: deployment, buildId: 'b' }, taskQueue, Math.floor(orders.length / 3));
     const createdAt = await waitCreated(sim, orders, Date.now() + 3 * least + 60_000, phase);
-    const figures = backlogFigures(phase, orders, startedAt, await quotedTimes(ctx.temporal, orders), createdAt, callLog(sim));
+    measured();
+    const figures = { ...backlogFigures(phase, orders, startedAt, await quotedTimes(ctx.temporal, orders), createdAt, callLog(sim)), ...(observe && { workerCpuS: cpu.ours() }) };
     return switched ? { ...figures, ...(await switchFigures(ctx, orders, taskQueue, await switched)) } : figures;
   } finally {
     await Promise.all(workers.map((w) => w.stop()));
     await Promise.all([...poison, ...orders].map((o) => ctx.temporal.workflow.getHandle(deliveryWorkflowId(o.reference)).terminate('benchmark over').catch(() => undefined)));
+  }
+}
+
+/**
+ * What metrics and traces cost (issue #37: at most 5 % of a worker's CPU): the gate's backlog with
+ * both off, then with both on (each worker's runtime Prometheus exporter, scraped every 15 s, and
+ * OTLP traces to a local Jaeger), alternating OBSERVE_ROUNDS times; the workers' CPU seconds
+ * (/proc) from the first start to the last creation, per delivery created; medians of the rounds.
+ */
+async function observePhase(ctx: Context): Promise<Record<string, number | string>> {
+  const jaeger = await startJaeger(await ensureJaeger(progress));
+  const ports = await Promise.all(Array.from({ length: workerCount() }, () => freePort()));
+  const traced = { OTEL_EXPORTER_OTLP_ENDPOINT: jaeger.otlpUrl, WORKER_WORKFLOW_BUNDLE: await workflowBundleFile({ OTEL_EXPORTER_OTLP_ENDPOINT: jaeger.otlpUrl }) };
+  const scrape = setInterval(() => ports.forEach((p) => void fetch(`http://127.0.0.1:${p}/metrics`).then((r) => r.text(), () => '')), 15_000);
+  const perDelivery: Record<'off' | 'on', number[]> = { off: [], on: [] };
+  try {
+    for (let r = 1; r <= OBSERVE_ROUNDS; r++) {
+      for (const mode of ['off', 'on'] as const) {
+        const on = (i: number) => ({ ...(OBSERVE_PARTS.includes('traces') && traced), ...(OBSERVE_PARTS.includes('metrics') && { WORKER_METRICS_ADDRESS: `127.0.0.1:${ports[i]}` }) });
+        const f = await backlogPhase(ctx, 'observe', { round: `-${mode}${r}`, env: mode === 'on' ? on : undefined });
+        perDelivery[mode].push((1000 * f.workerCpuS!) / f.created);
+        progress(`observe: round ${r} ${mode}: ${perDelivery[mode].at(-1)!.toFixed(2)} worker CPU ms per delivery`);
+      }
+    }
+    const services = ((await (await fetch(`${jaeger.queryUrl}/api/services`)).json()) as { data: string[] | null }).data ?? [];
+    if (OBSERVE_PARTS.includes('traces') && !services.includes('delivery-worker')) throw new Error(`observe: no worker spans reached Jaeger (services: ${services.join(', ')})`);
+    const [off, on] = [median(perDelivery.off), median(perDelivery.on)];
+    const runs = (xs: number[]) => xs.map((x) => x.toFixed(1)).join(' ');
+    return { observe_on: OBSERVE_PARTS.join('+'), observe_rounds: OBSERVE_ROUNDS, observe_cpu_ms_per_delivery_off: round(off, 2), observe_cpu_ms_per_delivery_on: round(on, 2), observe_overhead_pct: round(100 * (on / off - 1), 1), observe_runs_off: runs(perDelivery.off), observe_runs_on: runs(perDelivery.on) };
+  } finally {
+    clearInterval(scrape);
+    await jaeger.stop();
   }
 }
 
@@ -290,6 +330,7 @@ export async function limitsBenchmark(): Promise<BenchmarkOutput> {
     if (PHASES.includes('task-queue')) Object.assign(figures, prefixed('taskqueue', await backlogPhase(ctx, 'task-queue')));
     if (PHASES.includes('naive')) Object.assign(figures, prefixed('naive', await naivePhase(ctx)));
     if (PHASES.includes('switch')) Object.assign(figures, prefixed('switch', await backlogPhase(ctx, 'switch')));
+    if (PHASES.includes('observe')) Object.assign(figures, await observePhase(ctx));
     if (PHASES.includes('poison')) {
       const others = await backlogPhase(ctx, 'poison');
       Object.assign(figures, { poison_orders: POISON_ORDERS, poison_others_created: others.created, poison_others_drain_ratio: others.drainRatio, poison_refused429: others.refused429 });

@@ -7,6 +7,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { costBenchmark } from './cost';
+import { fleetBenchmark } from './fleet';
 import { latencyBenchmark } from './latency';
 import { limitsBenchmark } from './limits';
 import { notifyBenchmark } from './notify';
@@ -19,6 +20,7 @@ import type { BenchmarkOutput } from './measure';
 
 const BENCHMARKS: Record<string, { describe: string; run: () => Promise<BenchmarkOutput> }> = {
   cost: { describe: 'what a delivery costs: billable actions by type (delivery, gate share, notifications), history events, worker CPU per delivery, bridge CPU per webhook, for 3, 1 and 30 stops (starts its own Temporal dev server)', run: costBenchmark },
+  fleet: { describe: "the fleet view's visibility queries: per poll and per status per 30 s with 3,000 open deliveries, and how many polls each status's oldest takes to be known (starts its own Temporal dev server)", run: fleetBenchmark },
   simulator: { describe: 'throughput of the provider simulator (so other benchmarks know it is not their bottleneck)', run: simulatorBenchmark },
   limits: { describe: 'dispatch at the provider limits: pacing gate vs task-queue limit vs a naive client, and a backlog with poison orders (starts its own Temporal dev server)', run: limitsBenchmark },
   latency: { describe: 'end-to-end delivery latency (create → CREATED seen by status), p50/p99, on the dev server and on the Temporal cluster of `npm run cluster`, in one run', run: latencyBenchmark },

@@ -16,9 +16,11 @@ import { secretFingerprint } from '../provider/webhook-signature';
 import { type BridgeAccounts, registryAccounts, singleAccount } from './accounts';
 import { bridgeConfigFromEnv } from './config';
 import { createBridge, WEBHOOK_PATH } from './server';
+import { installTracing, tracingClientInterceptors } from '../tracing/install';
 
 async function main(): Promise<void> {
   const config = bridgeConfigFromEnv();
+  const tracing = installTracing('delivery-bridge');
   const temporal = temporalSettingsFromEnv();
   const providerConfig = providerConfigFromEnv();
   let onCapped: (e: { call: string; askedMs: number; cappedMs: number }) => void = () => undefined;
@@ -42,7 +44,7 @@ async function main(): Promise<void> {
   }
   const connection = await connectClient(temporal.connectionOptions as ConnectionOptions);
   const bridge = createBridge({
-    temporal: new Client({ connection, namespace: temporal.namespace, dataConverter: dataConverterFromEnv() }),
+    temporal: new Client({ connection, namespace: temporal.namespace, dataConverter: dataConverterFromEnv(), interceptors: tracingClientInterceptors() }),
     accounts,
     retryAfterSeconds: config.retryAfterSeconds,
     maxConnections: config.maxConnections,
@@ -59,11 +61,12 @@ async function main(): Promise<void> {
   collectDefaultMetrics({ register: bridge.metrics.registry });
   const adminUrl = await bridge.listenAdmin(config.adminPort, config.adminHost);
   const url = await bridge.listen(config.port, config.host);
-  console.log(`bridge: listening on ${url}: ${served}, Temporal ${temporal.address}; admin: recent webhooks ${adminUrl}/, metrics ${adminUrl}/metrics`);
+  console.log(`bridge: listening on ${url}: ${served}, Temporal ${temporal.address}; admin: recent webhooks ${adminUrl}/, metrics ${adminUrl}/metrics${tracing ? `; traces to ${tracing.config.tracesUrl} as ${tracing.config.serviceName}` : ''}`);
   const stop = async () => {
     await bridge.close();
     await connection.close();
     await accounts.close();
+    await tracing?.shutdown();
     process.exit(0);
   };
   process.once('SIGINT', () => void stop());

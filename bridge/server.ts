@@ -27,6 +27,8 @@ import { checkRequest, hostForHeader, type HttpGuard, originsOf, ownHosts } from
 import { secretKey } from '../provider/webhook-signature';
 import { type BridgeAccounts, singleAccount } from './accounts';
 import { BoundedLog } from './bounded-log';
+import type { Span } from '@opentelemetry/api';
+import { httpServerSpan, traceFields } from '../tracing/spans';
 import { BridgeMetrics } from './metrics';
 import { HttpProblem, type ReasonCode, type WebhookOutcome } from './outcomes';
 import { recentWebhooksPage } from './page';
@@ -171,8 +173,14 @@ export function createBridge(o: BridgeOptions): Bridge {
   const rejectedLog = new BoundedLog(safeLog, o.rejectedLogLinesPerMinute ?? 20, 60_000, now, () => metrics.suppressedLogLine());
   let adminGuard: HttpGuard = { hosts: new Set(), origins: new Set() };
 
-  /** `named`: the account the URL names (any text); served or not, the work and the answer to a bad signature are the same. */
-  async function serveWebhook(req: IncomingMessage, res: ServerResponse, named: string): Promise<void> {
+  /**
+   * Each webhook is a span (its signal's trace; the delivery's trace links to it:
+   * workflows/tracing-interceptors.ts), named by route, never by the account asked for.
+   * `named`: the account the URL names (any text); served or not, the work and the answer to a bad signature are the same.
+   */
+  const serveWebhook = (req: IncomingMessage, res: ServerResponse, named: string, route: string) => httpServerSpan(`${req.method} ${route}`, req.headers, (span) => serveWebhookIn(span, req, res, named));
+
+  async function serveWebhookIn(span: Span | undefined, req: IncomingMessage, res: ServerResponse, named: string): Promise<void> {
     const started = performance.now();
     const account = ACCOUNT_ID.test(named) && accounts.get(named) ? named : undefined;
     const label = account ?? UNKNOWN_ACCOUNT_LABEL;
@@ -202,13 +210,14 @@ export function createBridge(o: BridgeOptions): Bridge {
     }
     const eventId = cut(e.id);
     recent.push({ at: now(), eventId, type: e.type, deliveryId: cut(e.data.delivery_id), status: e.data.status, httpStatus: answer.status, outcome, reason, workflowId: cut(seen.workflowId), ms });
-    safeLog({ msg: 'webhook', account: label, status: answer.status, outcome, reason, event_id: eventId, workflow_id: seen.workflowId, ms: Math.round(ms) });
+    span?.setAttributes({ 'http.response.status_code': answer.status, temporalWorkflowId: seen.workflowId ?? '', 'webhook.outcome': outcome, 'webhook.account': label });
+    safeLog({ msg: 'webhook', account: label, status: answer.status, outcome, reason, event_id: eventId, workflow_id: seen.workflowId, ...traceFields(), ms: Math.round(ms) });
   }
 
   async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = (req.url ?? '/').split('?')[0]!;
-    if (path === WEBHOOK_PATH) return serveWebhook(req, res, DEFAULT_ACCOUNT);
-    if (path.startsWith(`${WEBHOOK_PATH}/`) && !path.includes('/', WEBHOOK_PATH.length + 1)) return serveWebhook(req, res, path.slice(WEBHOOK_PATH.length + 1));
+    if (path === WEBHOOK_PATH) return serveWebhook(req, res, DEFAULT_ACCOUNT, WEBHOOK_PATH);
+    if (path.startsWith(`${WEBHOOK_PATH}/`) && !path.includes('/', WEBHOOK_PATH.length + 1)) return serveWebhook(req, res, path.slice(WEBHOOK_PATH.length + 1), `${WEBHOOK_PATH}/{account}`);
     if (req.method === 'GET' && path === '/healthz') return send(req, res, json(200, { ok: true }));
     send(req, res, json(404, { outcome: 'rejected', reason: 'not found' }));
   }

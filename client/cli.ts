@@ -36,9 +36,9 @@ Commands:
   approve  REF                        approve a quote that is over the maximum price
   reject   REF [--reason TEXT]        reject such a quote; nothing is created
   cancel   REF [--no-wait]            cancel the delivery
-  list     [--status S] [--limit N]   deliveries, newest first; --status finds deliveries that
-                                      ended in S (any status with the worker's
-                                      DELIVERY_STATUS_SEARCH=every)
+  list     [--status S] [--limit N]   deliveries, newest first; --status finds deliveries in S,
+                                      open or ended (only ended ones with the worker's
+                                      DELIVERY_STATUS_SEARCH=final)
 
 Options:
   --json        machine-readable output

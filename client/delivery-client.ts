@@ -41,6 +41,7 @@ import { deliveryWorkflowId, referenceFromWorkflowId } from '../contract/workflo
 import { dataConverterFromEnv } from '../temporal/payload-codec';
 import type { NotifySettings } from '../contract/notification-types';
 import { temporalSettingsFromEnv, type TemporalSettings } from '../temporal/connection';
+import { activeTracing, installTracing, tracingClientInterceptors } from '../tracing/install';
 
 /** Bad input: nothing was started or changed. `issues` name each field and rule. */
 export class InvalidInputError extends Error {
@@ -139,18 +140,25 @@ export class DeliveryClient {
     this.connection = o.connection;
   }
 
-  /** Connects with the environment's settings; with none, to the local stack. */
+  /**
+   * Connects with the environment's settings; with none, to the local stack. With
+   * OTEL_EXPORTER_OTLP_ENDPOINT set, each call is traced and its trace carried into the workflow
+   * (tracing/install.ts); a caller with its own OpenTelemetry SDK passes its own `temporal` Client
+   * with the SDK's OpenTelemetryWorkflowClientInterceptor instead (docs/operations.md, "Traces").
+   */
   static async connect(settings: { temporal?: TemporalSettings; provider?: ProviderConfig } = {}): Promise<DeliveryClient> {
     const t = settings.temporal ?? temporalSettingsFromEnv();
     const dataConverter = dataConverterFromEnv();
+    installTracing('delivery-client');
     const connection = await connectClient({ ...(t.connectionOptions as ConnectionOptions), connectTimeout: 5_000 });
     const provider = settings.provider ? new ProviderClient(settings.provider) : undefined;
-    return new DeliveryClient({ temporal: new Client({ connection, namespace: t.namespace, dataConverter }), taskQueue: t.taskQueue, connection, provider });
+    return new DeliveryClient({ temporal: new Client({ connection, namespace: t.namespace, dataConverter, interceptors: tracingClientInterceptors() }), taskQueue: t.taskQueue, connection, provider });
   }
 
   async close(): Promise<void> {
     await this.provider?.close();
     await this.connection?.close();
+    await activeTracing()?.spanProcessor.forceFlush(); // a short-lived caller (the CLI) exits right after
   }
 
   async startDelivery(order: DeliveryOrder, options: StartOptions): Promise<StartedDelivery> {

@@ -55,6 +55,8 @@ export interface GateRequest {
   fingerprint?: string;
   unclear?: boolean;
   create?: { maxPrice?: Price; answerOnce?: true };
+  /** The asking delivery's W3C traceparent when tracing is on: the gate's call for it joins that trace (workflows/trace-context.ts). */
+  trace?: string;
 }
 
 export type GateAnswer = { n: number } & (
@@ -100,6 +102,9 @@ export interface GateStatus {
   pausedForMs: Record<GatedFamily, number>;
   outage: boolean;
   counts: { calls: number; shared: number; retried: number };
+  /** Requests waiting per family, and how long the oldest of each has waited (absent from gates before them). */
+  waitingByFamily?: Record<GatedFamily, number>;
+  oldestWaitMs?: Record<GatedFamily, number>;
 }
 
 export const gateStatusQuery = defineQuery<GateStatus>('gateStatus');

@@ -13,9 +13,9 @@ export const DestinationCount = defineSearchAttributeKey('DestinationCount', Sea
 export const QuotedPrice = defineSearchAttributeKey('QuotedPrice', SearchAttributeType.INT);
 
 /**
- * When a delivery upserts DeliveryStatus (DELIVERY_STATUS_SEARCH): `final`, once, with the status it
- * ends in; `every`, on every change of the delivery's status (one upsert each, a billed action on
- * Temporal Cloud: 3 more for a delivery that passes ASSIGNED, UPCOMING and PICKED_UP).
+ * When a delivery upserts DeliveryStatus (DELIVERY_STATUS_SEARCH): `every` (the default), on every
+ * change of the delivery's status (one upsert each, a billed action on Temporal Cloud), so open
+ * deliveries are found by status; `final`, once, with the status it ends in.
  */
 export const STATUS_SEARCH = ['final', 'every'] as const;
 export type StatusSearch = (typeof STATUS_SEARCH)[number];

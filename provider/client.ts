@@ -6,6 +6,7 @@
 import { Pool, errors as undiciErrors, type Dispatcher } from 'undici';
 import type { z } from 'zod';
 import type { ProviderConfig } from './config';
+import type { CallFamily } from './limits';
 import {
   ConflictError,
   ContractViolationError,
@@ -42,6 +43,7 @@ import {
 } from './schemas';
 import { IDEMPOTENCY_KEY_HEADER, idempotencyKeyHeader } from './idempotency';
 import { fieldIssues } from './validation';
+import { httpClientSpan } from '../tracing/spans';
 
 export interface CallOptions {
   signal?: AbortSignal;
@@ -77,6 +79,8 @@ export type ProviderClientOptions = Pick<ProviderConfig, 'baseUrl'> &
     apiKey: string | (() => string);
     /** Retry-After is capped where it is parsed, so every consumer waits at most this (provider/errors.ts). */
     retryAfterCap?: RetryAfterCap;
+    /** Told of every call's outcome and duration (the worker's metrics, metrics/worker-metrics.ts). */
+    onCall?: (call: { family: CallFamily; status: number | 'timeout' | 'network'; seconds: number }) => void;
   };
 
 const DEFAULT_RETRY_AFTER_MS = 1_000;
@@ -85,14 +89,18 @@ export class ProviderClient {
   private readonly pool: Dispatcher;
   private readonly basePath: string;
   private readonly origin: string;
+  private readonly server: URL;
   private readonly apiKey: () => string;
   private readonly timeoutMs: number;
   private readonly retryAfterCap: RetryAfterCap | undefined;
+  private readonly onCall: ProviderClientOptions['onCall'];
 
   constructor(options: ProviderClientOptions) {
     this.retryAfterCap = options.retryAfterCap;
+    this.onCall = options.onCall;
     const url = new URL(options.baseUrl);
     this.origin = url.origin;
+    this.server = url;
     this.basePath = url.pathname.replace(/\/+$/, '');
     const key = options.apiKey;
     this.apiKey = typeof key === 'string' ? () => key : key;
@@ -113,7 +121,7 @@ export class ProviderClient {
   async createDelivery(body: CreateDeliveryRequest, options: CreateOptions): Promise<CreatedDelivery> {
     checkRequest(CreateDeliveryRequestSchema, body, 'delivery request');
     const headers = { [IDEMPOTENCY_KEY_HEADER]: idempotencyKeyHeader(options.idempotencyKey) };
-    const res = await this.call('POST', '/v1/deliveries', { body, headers, signal: options.signal });
+    const res = await this.call('POST', '/v1/deliveries', { body, headers, signal: options.signal }, 'creations');
     return { delivery: parse(DeliveryRecordSchema, res.body, 'delivery record'), replayed: res.status === 200 };
   }
 
@@ -151,7 +159,7 @@ export class ProviderClient {
 
   async quote(body: QuoteRequest, options: CallOptions = {}): Promise<Quote> {
     checkRequest(QuoteRequestSchema, body, 'quote request');
-    const res = await this.call('POST', '/v1/quotes', { ...options, body });
+    const res = await this.call('POST', '/v1/quotes', { ...options, body }, 'quotes');
     return parse(QuoteSchema, res.body, 'quote');
   }
 
@@ -175,15 +183,34 @@ export class ProviderClient {
     await this.pool.close();
   }
 
+  /** One call: timed and counted by family and outcome when `onCall` is given, and a span of the caller's trace when tracing is on (its `traceparent` goes to the provider). */
   private async call(
     method: 'GET' | 'POST' | 'PATCH',
     path: string,
     options: { body?: unknown; headers?: Record<string, string>; signal?: AbortSignal },
+    family: CallFamily = 'other',
   ): Promise<{ status: number; body: unknown }> {
+    const headers: Record<string, string> = { authorization: `Bearer ${this.apiKey()}`, accept: 'application/json', ...options.headers };
+    const traced = () => httpClientSpan(method, path, this.server, headers, (h) => this.send(method, path, { ...options, headers: h }));
+    if (!this.onCall) return traced();
+    const started = performance.now();
+    const observe = (status: number | 'timeout' | 'network') => this.onCall?.({ family, status, seconds: (performance.now() - started) / 1000 });
+    try {
+      const res = await traced();
+      observe(res.status);
+      return res;
+    } catch (err) {
+      const status = options.signal?.aborted ? undefined : failedCallStatus(err);
+      if (status !== undefined) observe(status);
+      throw err;
+    }
+  }
+
+  private async send(method: 'GET' | 'POST' | 'PATCH', path: string, options: { body?: unknown; headers: Record<string, string>; signal?: AbortSignal }): Promise<{ status: number; body: unknown }> {
     const what = `${method} ${path.split('?')[0]}`;
     const timeout = AbortSignal.timeout(this.timeoutMs);
     const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
-    const headers: Record<string, string> = { authorization: `Bearer ${this.apiKey()}`, accept: 'application/json', ...options.headers };
+    const headers = options.headers;
     let payload: string | undefined;
     if (options.body !== undefined) {
       payload = serialize(options.body, what);
@@ -198,7 +225,7 @@ export class ProviderClient {
       // A request that cannot be built never will be: not an outage, and never worth a retry.
       if (isUnbuildable(err)) throw unbuildable(what, err, (t) => this.scrub(t));
       if (timeout.aborted || err instanceof undiciErrors.HeadersTimeoutError || err instanceof undiciErrors.BodyTimeoutError) {
-        throw new ProviderUnavailableError(`${what}: no answer within ${this.timeoutMs} ms`, { cause: this.scrubCause(err) });
+        throw timedOut(new ProviderUnavailableError(`${what}: no answer within ${this.timeoutMs} ms`, { cause: this.scrubCause(err) }));
       }
       throw new ProviderUnavailableError(`${what}: ${this.scrub(errorText(err))}`, { cause: this.scrubCause(err) });
     }
@@ -269,6 +296,24 @@ export class ProviderClient {
  */
 function isUnbuildable(err: unknown): boolean {
   return err instanceof undiciErrors.InvalidArgumentError || (err as { code?: string } | null)?.code === 'UND_ERR_INVALID_ARG';
+}
+
+/** Failures that are the timeout of a call, for failedCallStatus(). */
+const TIMED_OUT = new WeakSet<Error>();
+function timedOut<E extends Error>(err: E): E {
+  TIMED_OUT.add(err);
+  return err;
+}
+
+/**
+ * What a failed call counts as: the provider's status, a timeout, or a network failure; nothing
+ * for a call never sent (a request that cannot be built is no outcome of the provider's).
+ */
+function failedCallStatus(err: unknown): number | 'timeout' | 'network' | undefined {
+  if (err instanceof Error && TIMED_OUT.has(err)) return 'timeout';
+  if (err instanceof ProviderUnavailableError && err.status === undefined) return 'network';
+  if (err instanceof Error && 'status' in err && typeof err.status === 'number') return err.status;
+  return undefined;
 }
 
 function unbuildable(what: string, err: unknown, scrub: (text: string) => string): ValidationError {

@@ -8,7 +8,10 @@
  *     dynamic config deploy/temporal-dynamic-config.yaml), 4 history shards;
  *   - the Web UI (ui-server, http://127.0.0.1:8233) decrypting through the codec endpoint (:8234);
  *   - the simulator (:4010), 2 delivery worker processes, 2 bridge processes behind nginx on
- *     :8080, where the simulator sends its webhooks.
+ *     :8080, where the simulator sends its webhooks;
+ *   - the fleet view (:9470) and Prometheus (UI http://127.0.0.1:9090, data .data/prometheus)
+ *     scraping every worker's two metrics endpoints, the fleet view, the bridges and each Temporal
+ *     service process (scripts/observe.ts).
  * The server tools are built with Go once and cached (scripts/cluster/tools.ts). A process that
  * exits is started again while the rest keep serving (scripts/supervisor.ts); Ctrl-C stops
  * everything; the next run finds the same workflows, deliveries and keys.
@@ -18,12 +21,14 @@ import { join } from 'node:path';
 import { generatePayloadKey, LOCAL_STACK_KEYS_FILE } from '../temporal/payload-codec';
 import { generateWebhookSecret } from '../provider/webhook-signature';
 import { LoadBalancer, findNginx } from './cluster/load-balancer';
-import { TemporalCluster, assertPortsFree, clusterPortList, defaultClusterPorts } from './cluster/temporal-cluster';
+import { SERVICE_PROCESSES, TemporalCluster, assertPortsFree, clusterPortList, defaultClusterPorts } from './cluster/temporal-cluster';
 import { ensureServerTools } from './cluster/tools';
 import { ensureTemporalCli } from './temporal-cli';
 import { ENTRY, localStack } from './processes';
 import { setUpLocalNexus } from './nexus-setup';
 import { makeStackVersionCurrent } from './deployment-on-start';
+import { describeMetrics, fleetMetricsEnv, metricsPortList, stackTargets, startStackPrometheus, temporalMetricsPorts, workerMetricsEnv } from './observe';
+import { PROMETHEUS_PORT, type Prometheus } from './prometheus';
 
 const root = join(__dirname, '..');
 const dataDir = join(root, '.data');
@@ -40,12 +45,17 @@ const CODEC_URL = `http://127.0.0.1:${CODEC_PORT}`;
 
 let cluster: TemporalCluster | undefined;
 let lb: LoadBalancer | undefined;
+let prometheus: Prometheus | undefined;
 
 function log(line: string): void {
   process.stdout.write(line.startsWith('[') ? `${line}\n` : `[cluster] ${line}\n`);
 }
 
+/** Each Temporal service process's own /metrics. */
+const TEMPORAL_METRICS = temporalMetricsPorts(SERVICE_PROCESSES.map((p) => p.name));
+
 const services = localStack('cluster', log, async () => {
+  await prometheus?.stop();
   await lb?.stop();
   await cluster?.stop();
 });
@@ -62,6 +72,9 @@ async function main(): Promise<void> {
     ...BRIDGE_PORTS.map((port, i) => ({ port, what: `webhook bridge ${i + 1}` })),
     ...BRIDGE_ADMIN_PORTS.map((port, i) => ({ port, what: `webhook bridge ${i + 1}'s admin listener` })),
     { port: CODEC_PORT, what: 'codec endpoint' },
+    ...metricsPortList(WORKERS),
+    ...Object.entries(TEMPORAL_METRICS).map(([name, port]) => ({ port, what: `Temporal ${name}'s metrics` })),
+    { port: Number(process.env.PROMETHEUS_PORT ?? PROMETHEUS_PORT), what: 'Prometheus' },
   ]);
 
   if (!existsSync(LOCAL_STACK_KEYS_FILE)) writeFileSync(LOCAL_STACK_KEYS_FILE, generatePayloadKey('local') + '\n', { mode: 0o600 });
@@ -79,6 +92,7 @@ async function main(): Promise<void> {
     cli,
     dataDir: join(dataDir, 'cluster'),
     ports,
+    metricsPorts: TEMPORAL_METRICS,
     codecEndpoint: CODEC_URL,
     log,
     // Temporal: warnings and errors (deploy/temporal-cluster.yaml's log level); PostgreSQL: only
@@ -96,7 +110,8 @@ async function main(): Promise<void> {
   const temporalEnv = { TEMPORAL_ADDRESS: cluster.address, TEMPORAL_NAMESPACE: cluster.namespace, DELIVERY_PAYLOAD_KEYS: payloadKeys };
   await services.startSimulator({ port: SIMULATOR_PORT, webhookUrl: `${LB_URL}/webhooks/delivery`, webhookSecret, dataDir });
   await Promise.all([
-    ...Array.from({ length: WORKERS }, (_, i) => services.start(`worker-${i + 1}`, ENTRY.worker.entry, { ...temporalEnv, DELIVERY_API_URL: SIMULATOR_URL, WORKER_MAKE_CURRENT: 'never' }, ENTRY.worker.ready)),
+    ...Array.from({ length: WORKERS }, (_, i) => services.start(`worker-${i + 1}`, ENTRY.worker.entry, { ...temporalEnv, DELIVERY_API_URL: SIMULATOR_URL, WORKER_MAKE_CURRENT: 'never', ...workerMetricsEnv(i) }, ENTRY.worker.ready)),
+    services.start('fleet', ENTRY.fleet.entry, { ...temporalEnv, ...fleetMetricsEnv() }, ENTRY.fleet.ready),
     ...BRIDGE_PORTS.map((port, i) =>
       services.start(`bridge-${i + 1}`, ENTRY.bridge.entry, { ...temporalEnv, DELIVERY_API_URL: SIMULATOR_URL, DELIVERY_WEBHOOK_SECRETS: webhookSecret, BRIDGE_PORT: String(port), BRIDGE_ADMIN_PORT: String(BRIDGE_ADMIN_PORTS[i]) }, ENTRY.bridge.ready),
     ),
@@ -105,6 +120,8 @@ async function main(): Promise<void> {
   await makeStackVersionCurrent(temporalEnv, log);
   lb = new LoadBalancer({ nginx, dir: join(dataDir, 'cluster', 'nginx'), listenPort: LB_PORT, bridgePorts: BRIDGE_PORTS, output: (l) => process.stdout.write(`[nginx] ${l}\n`) });
   await services.supervise('nginx', () => lb!.start());
+  const scraped = { workers: WORKERS, bridgeAdminPorts: BRIDGE_ADMIN_PORTS, temporal: Object.values(TEMPORAL_METRICS).map((p) => `127.0.0.1:${p}`) };
+  prometheus = await startStackPrometheus({ dataDir, targets: stackTargets(scraped), supervise: services.supervise, log });
 
   log('');
   log('the local cluster is up:');
@@ -115,6 +132,8 @@ async function main(): Promise<void> {
   log(`  webhook bridges  ${LB_URL}/webhooks/delivery (nginx → ${BRIDGE_PORTS.map((p) => `127.0.0.1:${p}`).join(', ')}); recent webhooks and metrics ${BRIDGE_ADMIN_PORTS.map((p) => `http://127.0.0.1:${p}/`).join(', ')}`);
   log(`  codec endpoint   ${CODEC_URL}`);
   log(`  delivery workers ${WORKERS} processes`);
+  for (const line of describeMetrics(scraped)) log(line);
+  log(`  Prometheus       ${prometheus.url} (alerts: ${prometheus.url}/alerts; data .data/prometheus, kept 2 days)`);
   log('try, in another terminal:');
   log('  npx delivery create --reference DEMO-1 --order docs/examples/order.json --watch');
   log('  temporal operator cluster describe');

@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Supervisor, type Clock, type Run } from './supervisor';
 import { stopProcess } from './temporal-dev-server';
+import { tracingConfigFromEnv } from '../tracing/config';
 
 export const ROOT = join(__dirname, '..');
 
@@ -21,6 +22,7 @@ export const ENTRY = {
   worker: { entry: 'worker/main.ts', ready: /^worker: task queue/m },
   bridge: { entry: 'bridge/main.ts', ready: /^bridge: listening/m },
   codec: { entry: 'temporal/codec-server.ts', ready: /^codec: listening/m },
+  fleet: { entry: 'fleet/main.ts', ready: /^fleet: metrics/m },
 } as const;
 
 export interface ProcessSpec {
@@ -204,25 +206,30 @@ export class ProcessGroup {
   }
 }
 
-let bundleFile: Promise<string> | undefined;
+const bundleFiles = new Map<boolean, Promise<string>>();
 
 /**
  * The workflows bundled once per process, in a file for the worker's WORKER_WORKFLOW_BUNDLE: a
  * worker process then starts (and restarts) in about a second instead of bundling them itself.
+ * `workerEnv`: the workers' environment; when it exports traces, the bundle has the workflow
+ * tracing interceptors (tracing/worker.ts).
  */
-export function workflowBundleFile(): Promise<string> {
+export function workflowBundleFile(workerEnv: NodeJS.ProcessEnv = process.env): Promise<string> {
+  const tracing = tracingConfigFromEnv('delivery-worker', workerEnv) !== undefined;
+  let file = bundleFiles.get(tracing);
   // Loaded here, not at the top: a local stack's own process needs no worker SDK.
-  bundleFile ??= import('../worker/worker').then(({ bundleWorkflows }) => bundleWorkflows()).then(({ code }) => {
-    const file = join(tmpdir(), `delivery-workflows-${process.pid}.js`);
-    writeFileSync(file, code);
-    return file;
+  file ??= import('../worker/worker').then(({ bundleWorkflows }) => bundleWorkflows(undefined, { tracing })).then(({ code }) => {
+    const path = join(tmpdir(), `delivery-workflows-${process.pid}${tracing ? '-traced' : ''}.js`);
+    writeFileSync(path, code);
+    return path;
   });
-  return bundleFile;
+  bundleFiles.set(tracing, file);
+  return file;
 }
 
 export async function removeWorkflowBundleFile(): Promise<void> {
-  if (bundleFile) rmSync(await bundleFile, { force: true });
-  bundleFile = undefined;
+  for (const file of bundleFiles.values()) rmSync(await file, { force: true });
+  bundleFiles.clear();
 }
 
 /** A process of the group as the supervisor sees it: its pid, how it ended, what it said last. */

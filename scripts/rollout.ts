@@ -6,6 +6,8 @@
  *   npm run rollout -- --build-id B              B becomes current: every new delivery starts on it
  *   npm run rollout -- --abort                   the version current before the last switch is current again
  *   ... --watch                                  then reports every 15 s until the old versions are drained
+ * A switch or ramp returns once `describe` (the deployment) and every task queue show it (at most
+ * 60 s, a progress line every 5 s): a script's next step sees the new routing.
  * Open deliveries stay on the build they started on (PINNED); the pacing gate moves at once
  * (AUTO_UPGRADE). docs/deploying.md, "Deploying a change", gives the whole procedure.
  * Exit codes: 0 done, 1 unexpected error, 2 bad usage, 3 version not ready (no pollers), 4 stranded deliveries.
@@ -71,11 +73,11 @@ export async function rollTo(t: RolloutTarget, buildId: string, ramp?: number): 
     return EXIT.notReady;
   }
   if (ramp !== undefined) {
-    await setRampingVersion(t.service, t.namespace, t.deploymentName, buildId, ramp);
-    t.log(`ramping ${versionLabel(v)}: ${ramp} % of new deliveries start on it; run again without --ramp to make it current, or --abort`);
+    await setRampingVersion(t.service, t.namespace, t.deploymentName, buildId, ramp, t.log);
+    t.log(`ramping ${versionLabel(v)}: ${ramp} % of new deliveries start on it (describe and every task queue show it); run again without --ramp to make it current, or --abort`);
   } else {
-    const { previous } = await setCurrentVersion(t.service, t.namespace, v);
-    t.log(`${versionLabel(v)} is current (before: ${previous ?? 'unversioned'}); open deliveries stay on the version they started on`);
+    const { previous } = await setCurrentVersion(t.service, t.namespace, v, t.log);
+    t.log(`${versionLabel(v)} is current (before: ${previous ?? 'unversioned'}), as describe and every task queue show; open deliveries stay on the version they started on`);
   }
   return EXIT.ok;
 }
@@ -84,7 +86,7 @@ export async function rollTo(t: RolloutTarget, buildId: string, ramp?: number): 
 export async function abortRollout(t: RolloutTarget): Promise<number> {
   const state = await describeDeployment(t.service, t.namespace, t.deploymentName);
   if (state?.ramping) {
-    await setRampingVersion(t.service, t.namespace, t.deploymentName, undefined, 0);
+    await setRampingVersion(t.service, t.namespace, t.deploymentName, undefined, 0, t.log);
     t.log(`ramp of ${state.ramping.buildId} ended: new deliveries start on ${state.current ?? 'unversioned workers'} again; those started on ${state.ramping.buildId} finish there`);
     return EXIT.ok;
   }

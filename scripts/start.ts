@@ -6,7 +6,10 @@
  *     webhooks pointed at the bridge, and its state kept in .data/simulator-state.json,
  *   - the delivery worker,
  *   - the webhook bridge (http://127.0.0.1:8080), sharing a webhook secret with the simulator,
- *   - the codec endpoint (http://127.0.0.1:8234) through which the Web UI decrypts payloads.
+ *   - the codec endpoint (http://127.0.0.1:8234) through which the Web UI decrypts payloads,
+ *   - the fleet view (fleet/, metrics on :9470), and each process's metrics (scripts/observe.ts),
+ *   - with `npm start -- --observe`, Prometheus scraping them all (UI http://127.0.0.1:9090,
+ *     data in .data/prometheus, alert rules deploy/prometheus/alerts.yml).
  * With DELIVERY_ACCOUNTS_FILE, the worker and the bridge serve every account of the registry, and
  * each is registered in the simulator (scripts/accounts-on-start.ts).
  * The simulator, worker, bridge and codec endpoint are started again when they exit
@@ -26,6 +29,8 @@ import { setUpLocalNexus } from './nexus-setup';
 import { makeStackVersionCurrent } from './deployment-on-start';
 import { setUpLocalAccounts } from './accounts-on-start';
 import { startDevServer, type DevServer } from './temporal-dev-server';
+import { DEV_SERVER_METRICS_PORT, describeMetrics, fleetMetricsEnv, stackTargets, startStackPrometheus, workerMetricsEnv } from './observe';
+import type { Prometheus } from './prometheus';
 
 const root = join(__dirname, '..');
 const dataDir = join(root, '.data');
@@ -37,13 +42,18 @@ const BRIDGE_URL = 'http://127.0.0.1:8080';
 const BRIDGE_ADMIN_URL = 'http://127.0.0.1:8081';
 const CODEC_URL = 'http://127.0.0.1:8234';
 
+/** `npm start -- --observe`: Prometheus too. */
+const OBSERVE = process.argv.slice(2).includes('--observe');
+
 let devServer: DevServer | undefined;
+let prometheus: Prometheus | undefined;
 
 function log(line: string): void {
   process.stdout.write(`[start] ${line}\n`);
 }
 
 const services = localStack('start', log, async () => {
+  await prometheus?.stop();
   await devServer?.stop();
 });
 
@@ -78,7 +88,7 @@ async function main(): Promise<void> {
     port: TEMPORAL_PORT,
     uiPort: TEMPORAL_UI_PORT,
     dbFilename: join(dataDir, 'temporal.db'),
-    extraArgs: ['--ui-codec-endpoint', CODEC_URL],
+    extraArgs: ['--ui-codec-endpoint', CODEC_URL, '--metrics-port', String(DEV_SERVER_METRICS_PORT)],
   });
   // Order systems in their own namespace call the deliveries through Nexus (examples/nexus-order-system).
   await setUpLocalNexus(devServer.address, devServer.namespace, log);
@@ -97,11 +107,14 @@ async function main(): Promise<void> {
   const accounts = registryFile ? await setUpLocalAccounts({ registryFile, dataDir, simulatorUrl: SIMULATOR_URL, bridgeUrl: BRIDGE_URL, log }) : undefined;
   const accountsEnv = accounts ? { DELIVERY_ACCOUNTS_FILE: accounts.file } : {};
   await Promise.all([
-    services.start('worker', ENTRY.worker.entry, { ...temporalEnv, ...accountsEnv, DELIVERY_API_URL: SIMULATOR_URL, WORKER_MAKE_CURRENT: 'never' }, ENTRY.worker.ready),
+    services.start('worker', ENTRY.worker.entry, { ...temporalEnv, ...accountsEnv, DELIVERY_API_URL: SIMULATOR_URL, WORKER_MAKE_CURRENT: 'never', ...workerMetricsEnv(0) }, ENTRY.worker.ready),
+    services.start('fleet', ENTRY.fleet.entry, { ...temporalEnv, ...fleetMetricsEnv() }, ENTRY.fleet.ready),
     services.start('bridge', ENTRY.bridge.entry, { ...temporalEnv, ...accountsEnv, DELIVERY_API_URL: SIMULATOR_URL, DELIVERY_WEBHOOK_SECRETS: webhook.secrets.join(',') }, ENTRY.bridge.ready),
     services.start('codec', ENTRY.codec.entry, { DELIVERY_PAYLOAD_KEYS: payloadKeys, CODEC_ALLOWED_ORIGIN: devServer.uiUrl }, ENTRY.codec.ready),
   ]);
   await makeStackVersionCurrent(temporalEnv, log);
+  const scraped = { workers: 1, bridgeAdminPorts: [Number(new URL(BRIDGE_ADMIN_URL).port)], temporal: [`127.0.0.1:${DEV_SERVER_METRICS_PORT}`] };
+  if (OBSERVE) prometheus = await startStackPrometheus({ dataDir, targets: stackTargets(scraped), supervise: services.supervise, log });
 
   log('');
   log('the local stack is up:');
@@ -111,6 +124,8 @@ async function main(): Promise<void> {
   log(`  webhook bridge   ${BRIDGE_URL}/webhooks/delivery${accounts ? '/<account>' : ''} (recent webhooks and metrics: ${BRIDGE_ADMIN_URL}/, loopback only)`);
   if (accounts) log(`  accounts         ${registryFile} (copy for the worker and bridge: ${accounts.file})`);
   log(`  codec endpoint   ${CODEC_URL} (the Web UI decrypts payloads through it)`);
+  for (const line of describeMetrics(scraped)) log(line);
+  log(prometheus ? `  Prometheus       ${prometheus.url} (alerts: ${prometheus.url}/alerts; data .data/prometheus, kept 2 days)` : '  Prometheus       not started (npm start -- --observe runs it)');
   log(`  notifications    endpoints: ${notifyEndpoints} (DELIVERY_NOTIFY_ENDPOINTS); order workflows by signal: notify.workflowId`);
   log('try, in another terminal:');
   log('  npx delivery create --reference DEMO-1 --order docs/examples/order.json --watch');

@@ -30,7 +30,7 @@ const SEARCH_ATTRIBUTE_NOTES: Record<string, string> = {
   IsFood: `order.is_food; ${WITH_FIRST_UPSERT}`,
   DestinationCount: `number of destinations; ${WITH_FIRST_UPSERT}`,
   DeliveryId: "the provider's delivery id, once created",
-  DeliveryStatus: 'the status the delivery ended in, set when it ends; on every change with the worker setting DELIVERY_STATUS_SEARCH=every',
+  DeliveryStatus: 'the delivery\'s status, set on every change (only the status it ended in with the worker setting DELIVERY_STATUS_SEARCH=final)',
   QuotedPrice: 'quoted price in minor units, once quoted',
 };
 

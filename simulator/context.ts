@@ -20,6 +20,8 @@ export interface RequestLogEntry {
   status: number;
   time: string;
   duration_ms: number;
+  /** The W3C `traceparent` the caller sent (tracing on), or null when none or malformed. */
+  traceparent: string | null;
 }
 
 export interface SimContext {

@@ -355,6 +355,7 @@ export function createSimulator(options: SimulatorOptions = {}): Simulator {
       status: reply.status,
       time: iso(startedAt),
       duration_ms: Math.round((performance.now() - started) * 100) / 100,
+      traceparent: traceparentOf(req.headers.traceparent),
     });
   }
 
@@ -524,4 +525,9 @@ function loadOpenApi(serverUrl: string): unknown {
     openApiCache = { url: serverUrl, doc: mod.openApiDocument([{ url: serverUrl, description: 'Local sandbox simulator' }]) };
   }
   return openApiCache.doc;
+}
+
+/** A well-formed W3C traceparent (version-traceid-spanid-flags), or null: only that is kept in the request log. */
+function traceparentOf(value: string | string[] | undefined): string | null {
+  return typeof value === 'string' && /^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/.test(value) ? value : null;
 }

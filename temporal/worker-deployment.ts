@@ -86,7 +86,9 @@ export function versionLabel(v: DeploymentVersion): string {
   return `${v.deploymentName}:${v.buildId}`;
 }
 
-const { TaskQueueType, VersionDrainageStatus, WorkerDeploymentVersionStatus } = temporal.api.enums.v1;
+const { TaskQueueType, VersionDrainageStatus, WorkerDeploymentVersionStatus, WorkflowExecutionStatus } = temporal.api.enums.v1;
+/** The id of the server's own workflow for a deployment: this prefix and the deployment's name (server 1.27+). */
+const DEPLOYMENT_WORKFLOW_PREFIX = 'temporal-sys-worker-deployment:';
 type Service = Connection['workflowService'];
 
 /** Every task queue a version's workers poll: its workflow queues and its activity queues. */
@@ -140,11 +142,21 @@ function isNotFound(err: unknown): boolean {
 /**
  * Whether a worker of the deployment has polled yet. Asked by listing, not describing: the server
  * logs every describe of a deployment or version it does not know as an error, and workers
- * starting together would ask before the first of them registers it.
+ * starting together would ask before the first of them registers it. The listing is visibility,
+ * a moment behind: the server's workflow for the deployment continues as new after every change
+ * (a routing switch, a version's drainage), and its new run is listed only once indexed. So a
+ * deployment the listing misses is looked up by that workflow (what the server itself checks),
+ * strongly consistent; a server that refuses the lookup leaves the listing's answer.
  */
 async function deploymentExists(service: Service, namespace: string, deploymentName: string): Promise<boolean> {
   const { workerDeployments } = await service.listWorkerDeployments({ namespace, pageSize: 1000 });
-  return (workerDeployments ?? []).some((d) => d.name === deploymentName);
+  if ((workerDeployments ?? []).some((d) => d.name === deploymentName)) return true;
+  try {
+    const { workflowExecutionInfo } = await service.describeWorkflowExecution({ namespace, execution: { workflowId: `${DEPLOYMENT_WORKFLOW_PREFIX}${deploymentName}` } });
+    return workflowExecutionInfo?.status === WorkflowExecutionStatus.WORKFLOW_EXECUTION_STATUS_RUNNING;
+  } catch {
+    return false; // not found (never polled), or not allowed to look (e.g. a Cloud identity): the listing's answer
+  }
 }
 
 /** The deployment's routing and versions; undefined when no worker of it has polled yet. */
@@ -233,46 +245,74 @@ export async function waitForVersion(service: Service, namespace: string, v: Dep
 
 const IDENTITY = 'delivery-orchestrator rollout';
 
+/** A deployment's routing: its current version (undefined: unversioned workers) and the ramp, if any. */
+export interface Routing {
+  current?: string;
+  ramping?: { buildId: string; percentage: number };
+}
+
+/** Reports a wait's progress: what it waits for and how long it has waited. */
+export type Progress = (line: string) => void;
+
+/** How long a routing change may take to show everywhere before the command gives up. */
+const ROUTING_TIMEOUT_MS = 60_000;
+/** A progress line at most this often while waiting. */
+const PROGRESS_EVERY_MS = 5_000;
+
 /**
- * The server answers a routing change before its task queues have it (their routing travels to
- * the matching service in the background): a workflow started at once may still start on the
- * version before. Waits until every workflow queue of the versions involved routes as the
- * deployment says. (After a ramp is ended, the dev server 1.29.1 still started about one new
- * workflow in ten on the ramped build, seconds later; each finishes on the build it started on.)
+ * The server answers a routing change before everything shows it: the deployment's listing is a
+ * moment behind (its workflow continued as new), and the task queues get the routing from the
+ * matching service in the background (a workflow started at once may still start on the version
+ * before). Waits, bounded, until the deployment describes `want` and every workflow queue of the
+ * versions involved routes the same, so whatever runs next (an operator's script that stops the
+ * old workers) sees the switch. (After a ramp is ended, the dev server 1.29.1 still started about
+ * one new workflow in ten on the ramped build, seconds later; each finishes on the build it started on.)
  */
-async function routingPropagated(service: Service, namespace: string, deploymentName: string, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  type Routing = { currentDeploymentVersion?: { buildId?: string | null } | null; rampingDeploymentVersion?: { buildId?: string | null } | null; rampingVersionPercentage?: number | null } | null | undefined;
-  const key = (r: Routing) => `${r?.currentDeploymentVersion?.buildId ?? ''}|${r?.rampingDeploymentVersion?.buildId ?? ''}|${r?.rampingDeploymentVersion ? (r.rampingVersionPercentage ?? 0) : 0}`;
+async function routingPropagated(service: Service, namespace: string, deploymentName: string, want: Routing, progress?: Progress, timeoutMs = ROUTING_TIMEOUT_MS): Promise<void> {
+  const started = Date.now();
+  let reported = started;
+  const key = (current: string | null | undefined, ramping: string | null | undefined, percentage: number | null | undefined) => `${current ?? ''}|${ramping ?? ''}|${ramping ? (percentage ?? 0) : 0}`;
+  const wanted = key(want.current, want.ramping?.buildId, want.ramping?.percentage);
+  const label = `${want.current ?? 'unversioned'} current${want.ramping ? `, ${want.ramping.buildId} ramping at ${want.ramping.percentage} %` : ''}`;
   for (;;) {
-    const routing = (await service.describeWorkerDeployment({ namespace, deploymentName })).workerDeploymentInfo?.routingConfig;
-    const involved = [routing?.currentDeploymentVersion?.buildId, routing?.rampingDeploymentVersion?.buildId].filter((b): b is string => !!b);
-    const queues = new Set<string>();
-    for (const buildId of involved) for (const q of (await describeVersion(service, namespace, { deploymentName, buildId }))?.taskQueues ?? []) if (q.type === 'workflow') queues.add(q.name);
-    let lagging: string | undefined;
-    for (const name of queues) {
-      const { versioningInfo } = await service.describeTaskQueue({ namespace, taskQueue: { name }, taskQueueType: TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW });
-      if (key(versioningInfo) !== key(routing)) lagging = name;
+    const state = await describeDeployment(service, namespace, deploymentName);
+    let lagging: string | undefined = key(state?.current, state?.ramping?.buildId, state?.ramping?.percentage) === wanted ? undefined : `the deployment (describe shows ${state ? `${state.current ?? 'unversioned'} current${state.ramping ? `, ${state.ramping.buildId} ramping` : ''}` : 'nothing yet'})`;
+    if (!lagging) {
+      const involved = [want.current, want.ramping?.buildId].filter((b): b is string => !!b);
+      const queues = new Set<string>();
+      for (const buildId of involved) for (const q of (await describeVersion(service, namespace, { deploymentName, buildId }))?.taskQueues ?? []) if (q.type === 'workflow') queues.add(q.name);
+      for (const name of queues) {
+        const { versioningInfo: r } = await service.describeTaskQueue({ namespace, taskQueue: { name }, taskQueueType: TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW });
+        if (key(r?.currentDeploymentVersion?.buildId, r?.rampingDeploymentVersion?.buildId, r?.rampingVersionPercentage) !== wanted) lagging = `task queue ${name}`;
+      }
     }
-    if (!lagging) return;
-    if (Date.now() > deadline) throw new Error(`deployment ${deploymentName}: task queue ${lagging} does not route as the deployment says after ${timeoutMs / 1000} s`);
+    if (!lagging) {
+      if (reported > started) progress?.(`routing: ${label}, shown by the deployment and every task queue after ${((Date.now() - started) / 1000).toFixed(1)} s`);
+      return;
+    }
+    if (Date.now() - started > timeoutMs) throw new Error(`deployment ${deploymentName}: ${lagging} does not show ${label} after ${timeoutMs / 1000} s`);
+    if (Date.now() - reported >= PROGRESS_EVERY_MS) {
+      reported = Date.now();
+      progress?.(`routing: waiting for ${lagging} to show ${label} (${Math.round((reported - started) / 1000)} s of at most ${timeoutMs / 1000} s)`);
+    }
     await new Promise((r) => setTimeout(r, 500));
   }
 }
 
-/** Makes `v` the current version (and clears any ramp) once every task queue has it; a no-op when it already is. */
-export async function setCurrentVersion(service: Service, namespace: string, v: DeploymentVersion): Promise<{ previous?: string }> {
+/** Makes `v` the current version (and clears any ramp), then waits until the deployment and every task queue show it; a no-op when it already is. */
+export async function setCurrentVersion(service: Service, namespace: string, v: DeploymentVersion, progress?: Progress): Promise<{ previous?: string }> {
   const state = await describeDeployment(service, namespace, v.deploymentName);
   if (state?.current === v.buildId && !state.ramping) return { previous: v.buildId };
   const answer = await service.setWorkerDeploymentCurrentVersion({ namespace, deploymentName: v.deploymentName, buildId: v.buildId, identity: IDENTITY });
-  await routingPropagated(service, namespace, v.deploymentName);
+  await routingPropagated(service, namespace, v.deploymentName, { current: v.buildId }, progress);
   return { previous: answer.previousDeploymentVersion?.buildId ?? undefined };
 }
 
-/** Sends `percentage` of new workflows to `v` (`v` undefined ends the ramp), once every task queue has it. */
-export async function setRampingVersion(service: Service, namespace: string, deploymentName: string, buildId: string | undefined, percentage: number): Promise<void> {
+/** Sends `percentage` of new workflows to `v` (`v` undefined ends the ramp), then waits until the deployment and every task queue show it. */
+export async function setRampingVersion(service: Service, namespace: string, deploymentName: string, buildId: string | undefined, percentage: number, progress?: Progress): Promise<void> {
+  const before = await describeDeployment(service, namespace, deploymentName);
   await service.setWorkerDeploymentRampingVersion({ namespace, deploymentName, buildId: buildId ?? '', percentage: buildId ? percentage : 0, identity: IDENTITY });
-  await routingPropagated(service, namespace, deploymentName);
+  await routingPropagated(service, namespace, deploymentName, { current: before?.current, ramping: buildId ? { buildId, percentage } : undefined }, progress);
 }
 
 /** Pollers heard from in this long count as alive (a long poll is renewed within about a minute). */

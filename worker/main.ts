@@ -17,12 +17,21 @@ import { z } from 'zod';
 import { pacingSettingsFromEnv } from './pacing-config';
 import { createDeliveryWorkers } from './worker';
 import { describeEndpoints, notifyConfigFromEnv } from '../notifications/config';
+import { providerOutcome, WorkerMetrics } from '../metrics/worker-metrics';
+import { METRICS_ADDRESS, serveMetrics } from '../metrics/serve';
 import { deploymentVersionFromEnv, MakeCurrentSchema, routeOnStart, versionLabel } from '../temporal/worker-deployment';
+import { installTracing, tracingClientInterceptors } from '../tracing/install';
+import { traceFields } from '../tracing/spans';
 
 const WorkerEnvSchema = z.object({
   LOG_LEVEL: z.enum(['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR']).default('INFO'),
   /** host:port for the Temporal runtime's Prometheus exporter (/metrics); unset: no exporter. */
-  WORKER_METRICS_ADDRESS: z.string().regex(/^[^\s:]+:\d{1,5}$/, { message: 'must be host:port, e.g. 127.0.0.1:9464' }).optional(),
+  WORKER_METRICS_ADDRESS: z.string().regex(METRICS_ADDRESS, { message: 'must be host:port, e.g. 127.0.0.1:9464' }).optional(),
+  /**
+   * host:port for the worker's own metrics (metrics/worker-metrics.ts); unset: not served. A
+   * second listener: the runtime's exporter owns its HTTP server and serves only its own meter.
+   */
+  WORKER_DELIVERY_METRICS_ADDRESS: z.string().regex(METRICS_ADDRESS, { message: 'must be host:port, e.g. 127.0.0.1:9465' }).optional(),
   /** Workflows kept in memory between tasks; docs/operations.md says what each costs. */
   WORKER_MAX_CACHED_WORKFLOWS: z.coerce.number().int().min(0).max(1_000_000).optional(),
   WORKER_MAX_CONCURRENT_WORKFLOW_TASKS: z.coerce.number().int().min(2).max(10_000).optional(),
@@ -46,34 +55,37 @@ function installRuntime(env: z.output<typeof WorkerEnvSchema>): void {
   });
   Runtime.install({
     logger: new ExpectedNoticesAtDebug(json),
-    telemetryOptions: env.WORKER_METRICS_ADDRESS ? { metrics: { prometheus: { bindAddress: env.WORKER_METRICS_ADDRESS } } } : undefined,
+    // Durations in seconds, as every other metric here and Prometheus's convention (the alert rules' `le="1"`).
+    telemetryOptions: env.WORKER_METRICS_ADDRESS ? { metrics: { prometheus: { bindAddress: env.WORKER_METRICS_ADDRESS, useSecondsForDurations: true } } } : undefined,
   });
 }
 
 async function main(): Promise<void> {
   const env = parseEnv(WorkerEnvSchema, { ...process.env, LOG_LEVEL: process.env.LOG_LEVEL?.toUpperCase() }, 'worker configuration');
   installRuntime(env);
+  const tracing = installTracing('delivery-worker');
   const temporal = temporalSettingsFromEnv();
   const provider = providerConfigFromEnv();
-  // A Retry-After over the cap is cut to it where it is parsed; say so, and count it (exported
-  // with the runtime's metrics as delivery_provider_retry_after_capped).
-  const capped = Runtime.instance().metricMeter.createCounter('delivery_provider_retry_after_capped', 'responses', 'Provider 429 answers whose Retry-After was over DELIVERY_API_RETRY_AFTER_CAP_MS and was cut to it.');
+  const notify = notifyConfigFromEnv();
+  const metrics = new WorkerMetrics({ endpoints: [...notify.endpoints.keys()] });
   const client = new ProviderClient({
     ...provider,
+    onCall: ({ family, status, seconds }) => metrics.providerCall({ family, outcome: providerOutcome(status), seconds }),
+    // A Retry-After over the cap is cut to it where it is parsed: say so, and count it.
     retryAfterCap: {
       maxMs: provider.retryAfterCapMs,
       onCapped: (e) => {
-        capped.add(1);
-        process.stdout.write(JSON.stringify({ time: new Date().toISOString(), level: 'WARN', msg: 'provider Retry-After capped', call: e.call, asked_ms: e.askedMs, capped_ms: e.cappedMs }) + '\n');
+        metrics.retryAfterCapped();
+        process.stdout.write(JSON.stringify({ time: new Date().toISOString(), level: 'WARN', msg: 'provider Retry-After capped', ...traceFields(), call: e.call, asked_ms: e.askedMs, capped_ms: e.cappedMs }) + '\n');
       },
     },
   });
   const pacing = pacingSettingsFromEnv();
-  const notify = notifyConfigFromEnv();
+  const ownMetrics = env.WORKER_DELIVERY_METRICS_ADDRESS ? await serveMetrics(metrics.registry, env.WORKER_DELIVERY_METRICS_ADDRESS) : undefined;
   const connection = await NativeConnection.connect(temporal.connectionOptions as NativeConnectionOptions);
   const dataConverter = dataConverterFromEnv();
   const deployment = deploymentVersionFromEnv();
-  const temporalClient = new Client({ connection, namespace: temporal.namespace, dataConverter });
+  const temporalClient = new Client({ connection, namespace: temporal.namespace, dataConverter, interceptors: tracingClientInterceptors() });
   const workers = await createDeliveryWorkers({
     connection,
     namespace: temporal.namespace,
@@ -91,6 +103,8 @@ async function main(): Promise<void> {
     stickyQueueTimeoutMs: env.WORKER_STICKY_QUEUE_TIMEOUT_MS,
     workflowBundle: env.WORKER_WORKFLOW_BUNDLE ? { codePath: env.WORKER_WORKFLOW_BUNDLE } : undefined,
     deployment,
+    metrics,
+    tracing,
   });
   const stop = () => workers.shutdown();
   process.once('SIGINT', stop);
@@ -109,11 +123,15 @@ async function main(): Promise<void> {
       `, version ${versionLabel(deployment)}` +
       `, pacing by ${pacing.pacing} (creations ${pacing.limits.creations.limit}/${pacing.limits.creations.windowMs / 1000} s, quotes ${pacing.limits.quotes.limit}/${pacing.limits.quotes.windowMs / 1000} s)` +
       `, notification endpoints: ${describeEndpoints(notify)}` +
-      (env.WORKER_METRICS_ADDRESS ? `, metrics http://${env.WORKER_METRICS_ADDRESS}/metrics` : ''),
+      (env.WORKER_METRICS_ADDRESS ? `, metrics http://${env.WORKER_METRICS_ADDRESS}/metrics` : '') +
+      (ownMetrics ? `, delivery metrics ${ownMetrics.url}` : '') +
+      (tracing ? `, traces to ${tracing.config.tracesUrl} as ${tracing.config.serviceName}` : ''),
   );
   await running;
+  await ownMetrics?.close();
   await connection.close();
   await client.close();
+  await tracing?.shutdown();
 }
 
 main().catch((err: Error) => {

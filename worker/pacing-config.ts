@@ -11,8 +11,9 @@
  *   PROVIDER_QUOTE_MIN_REMAINING_MS  a quote is shared or carried only while it has this long left (default 60000)
  *   PROVIDER_PACING_GATE_HISTORY_LIMIT  the gate continues as new at this many events, or sooner when
  *                              Temporal suggests it (default 5000)
- *   DELIVERY_STATUS_SEARCH     `final` (default): a delivery sets DeliveryStatus once, when it ends;
- *                              `every`: on every status change (contract/search-attributes.ts)
+ *   DELIVERY_STATUS_SEARCH     `every` (default): a delivery sets DeliveryStatus on every status change,
+ *                              so open deliveries are found by status; `final`: once, when it ends
+ *                              (contract/search-attributes.ts)
  * The last is not pacing: it rides in the same settings because a delivery reads them once, by one local activity.
  */
 import { z } from 'zod';
@@ -24,7 +25,7 @@ import { STATUS_SEARCH, type StatusSearch } from '../contract/search-attributes'
 export type { PacingSettings };
 export { parseRateLimits };
 
-const DEFAULT_STATUS_SEARCH: StatusSearch = 'final';
+const DEFAULT_STATUS_SEARCH: StatusSearch = 'every';
 export const DEFAULT_PACING: PacingSettings = { pacing: 'gate', limits: { ...PROVIDER_RATE_LIMITS }, marginMs: 250, callTimeoutMs: 30_000, quoteMinRemainingMs: 60_000, leadMs: 1_000, gateHistoryLimit: 5_000, statusSearch: DEFAULT_STATUS_SEARCH };
 
 /**

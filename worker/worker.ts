@@ -23,6 +23,10 @@ import { gateTaskQueue, notificationsTaskQueue, providerTaskQueues } from '../co
 import { deliveriesServiceHandler } from '../nexus/handlers';
 import { DEFAULT_PACING, taskQueueRatePerSecond, type PacingSettings } from './pacing-config';
 import type { DeploymentVersion } from '../temporal/worker-deployment';
+import type { WorkerMetrics } from '../metrics/worker-metrics';
+import type { Tracing } from '../tracing/install';
+import { bundleIsTraced, tracedWorkerOptions, WORKFLOW_TRACING_MODULE } from '../tracing/worker';
+import { readFileSync } from 'node:fs';
 
 export interface DeliveryWorkerOptions {
   connection: NativeConnection;
@@ -57,6 +61,10 @@ export interface DeliveryWorkerOptions {
    * build. Unset: unversioned workers (tests that do not deploy).
    */
   deployment?: DeploymentVersion;
+  /** The worker's own metrics (deliveries started, notifications); the provider calls are counted by the provider client. */
+  metrics?: WorkerMetrics;
+  /** The process's tracing (tracing/install.ts): spans of workflows and activities; unset, none. */
+  tracing?: Tracing;
 }
 
 export interface DeliveryWorkers {
@@ -82,7 +90,8 @@ export const DEFAULT_MAX_CONCURRENT_WORKFLOW_TASKS = 10;
 export async function createDeliveryWorkers(o: DeliveryWorkerOptions): Promise<DeliveryWorkers> {
   const pacing: PacingSettings = { ...DEFAULT_PACING, ...o.pacing };
   const queues = providerTaskQueues(o.taskQueue);
-  const base = { connection: o.connection, namespace: o.namespace, dataConverter: o.dataConverter };
+  const base = { connection: o.connection, namespace: o.namespace, dataConverter: o.dataConverter, ...tracedWorkerOptions(o.tracing, false) };
+  const withWorkflows = tracedWorkerOptions(o.tracing, true);
   /**
    * Versioning behavior by queue, not by workflow type (setWorkflowOptions): an unversioned worker
    * whose workflows declare a behavior has every workflow task refused by the server. Deliveries
@@ -93,10 +102,11 @@ export async function createDeliveryWorkers(o: DeliveryWorkerOptions): Promise<D
     o.deployment ? { workerDeploymentOptions: { useWorkerVersioning: true as const, version: o.deployment, defaultVersioningBehavior: behavior } } : {};
 
   const notify: NotifyConfig = o.notify ?? { endpoints: new Map(), retryScheduleMs: DEFAULT_RETRY_SCHEDULE };
-  const workflowBundle = o.workflowBundle ?? (await bundleWorkflows());
-  const gateActivities = createGateActivities({ client: o.client, settings: pacing });
+  const workflowBundle = await workflowBundleFor(o.workflowBundle, o.tracing !== undefined);
+  const gateActivities = createGateActivities({ client: o.client, settings: pacing, onDeliveryStarted: o.metrics && (() => o.metrics!.deliveryStarted()) });
   const workflowWorker = await Worker.create({
     ...base,
+    ...withWorkflows,
     ...versioned('PINNED'),
     taskQueue: o.taskQueue,
     workflowBundle,
@@ -109,6 +119,7 @@ export async function createDeliveryWorkers(o: DeliveryWorkerOptions): Promise<D
   // The pacing gate, on its own queue (contract/task-queues.ts says why).
   const gateWorker = await Worker.create({
     ...base,
+    ...withWorkflows,
     ...versioned('AUTO_UPGRADE'),
     taskQueue: gateTaskQueue(o.taskQueue),
     workflowBundle,
@@ -135,7 +146,7 @@ export async function createDeliveryWorkers(o: DeliveryWorkerOptions): Promise<D
     ...base,
     ...versioned('PINNED'), // as the provider calls: a pinned delivery's notifications go out from its build
     taskQueue: notificationsTaskQueue(o.taskQueue),
-    activities: createNotifyActivities(notify),
+    activities: createNotifyActivities(notify, undefined, o.metrics),
     maxConcurrentActivityTaskExecutions: o.maxConcurrentActivities ?? 200,
   });
   const workers = [workflowWorker, gateWorker, ...activityWorkers, notifyWorker];
@@ -167,11 +178,23 @@ export async function createDeliveryWorkers(o: DeliveryWorkerOptions): Promise<D
   };
 }
 
-/** Bundles the workflow code, keeping webpack's module listing out of the worker's log. */
-export function bundleWorkflows(workflowsPath = require.resolve('../workflows')): Promise<WorkflowBundle> {
+/**
+ * The given bundle, or a new one when there is none or when tracing is on and it was made
+ * without the workflow interceptors (a traced worker must make its workflows' spans).
+ */
+async function workflowBundleFor(given: WorkflowBundleOption | undefined, traced: boolean): Promise<WorkflowBundleOption> {
+  if (given && !traced) return given;
+  if (given && bundleIsTraced('code' in given ? given.code : readFileSync(given.codePath, 'utf8'))) return given;
+  if (given) console.warn('worker: the workflow bundle given has no tracing interceptors; bundling the workflows with them (tracing is on)');
+  return bundleWorkflows(undefined, { tracing: traced });
+}
+
+/** Bundles the workflow code, keeping webpack's module listing out of the worker's log; `tracing`: with the workflow interceptors. */
+export function bundleWorkflows(workflowsPath = require.resolve('../workflows'), o: { tracing?: boolean } = {}): Promise<WorkflowBundle> {
   const quiet = () => undefined;
   return bundleWorkflowCode({
     workflowsPath,
+    workflowInterceptorModules: o.tracing ? [WORKFLOW_TRACING_MODULE] : [],
     // Workflow failures (and the activity failures they carry as causes) are encoded too, so the
     // payload codec encrypts their messages; harmless without a codec.
     failureConverterPath: FAILURE_CONVERTER_PATH,

@@ -194,7 +194,18 @@ export class GateState {
     const per = (fn: (f: GatedFamily) => number) => ({ creations: fn('creations'), quotes: fn('quotes') });
     const { config, pausedUntil, outage, counts } = this.s;
     const free = per((f) => this.freeAt(f, now));
-    return { config, waiting: this.waiting.length, inFlight: this.inFlight.size, free, pausedForMs: per((f) => Math.max(0, pausedUntil[f] - now)), outage: outage.failing.length >= OUTAGE_AFTER, counts };
+    const waitingOf = (f: GatedFamily) => this.waiting.filter((w) => w.family === f);
+    return {
+      config,
+      waiting: this.waiting.length,
+      inFlight: this.inFlight.size,
+      free,
+      pausedForMs: per((f) => Math.max(0, pausedUntil[f] - now)),
+      outage: outage.failing.length >= OUTAGE_AFTER,
+      counts,
+      waitingByFamily: per((f) => waitingOf(f).length),
+      oldestWaitMs: per((f) => Math.max(0, ...waitingOf(f).map((w) => now - w.requestedAt))),
+    };
   }
 
   /** Slots of the family free at `now`: its limit less the calls out and the slots still held for a window. */

@@ -40,6 +40,7 @@ import { SLOT_MISSED, gateAnswerSignal, gateConfigureSignal, gateRequestSignal, 
 import { GateState, type Addressed, type Call, type GateSnapshot, type Outcome } from './gate-state';
 import { deliveryPriority } from '../contract/priorities';
 import { providerTaskQueues } from '../contract/task-queues';
+import { inTraceOf } from './trace-context';
 
 /** The gate upgrades in place: its runs that answered both the quote and the creation before keep doing so on replay. */
 const ONE_ANSWER_PATCH = 'gate-one-answer-for-quote-and-creation';
@@ -81,7 +82,7 @@ export async function pacingGate(input: { taskQueue: string; config: GateConfig;
     else {
       for (const call of gate.take(Date.now())) {
         track(
-          makeCall(input.taskQueue, gate, call).then((answers) => {
+          inTraceOf(call.req.trace, `GateWait:${call.req.family}`, call.req.requestedAt, () => makeCall(input.taskQueue, gate, call)).then((answers) => {
             answers.forEach((a) => post(a.to, a.answer, a.told));
             changed = true; // the call's slot changed, answered or not
           }),

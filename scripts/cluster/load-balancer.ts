@@ -10,6 +10,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { accepts, stopProcess } from '../temporal-dev-server';
 import type { Run } from '../supervisor';
+import { childReady } from '../child-run';
 
 export const NGINX_TEMPLATE = join(__dirname, '../../deploy/nginx-bridges.conf');
 
@@ -38,7 +39,6 @@ export function renderNginxConfig(o: { listenPort: number; bridgePorts: number[]
 
 export class LoadBalancer {
   private child?: ChildProcess;
-  private recent = '';
   /** The worker processes of the master last started: a killed master leaves them serving. */
   private workers: number[] = [];
 
@@ -61,25 +61,17 @@ export class LoadBalancer {
     if (test.status !== 0) throw new Error(`nginx rejected its config ${conf}:\n${test.stderr}`);
     const child = spawn(this.o.nginx, ['-e', 'stderr', '-p', this.o.dir, '-c', conf], { stdio: ['ignore', 'pipe', 'pipe'] });
     this.child = child;
-    const exited = new Promise<string>((r) => child.once('exit', (code, signal) => r(signal ?? `code ${code}`)));
-    this.recent = '';
-    const onData = (chunk: Buffer) => {
-      this.recent = (this.recent + chunk.toString()).slice(-4000);
-      for (const line of chunk.toString().split('\n').filter(Boolean)) this.o.output?.(line);
-    };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', onData);
-    const deadline = Date.now() + 30_000;
-    for (;;) {
-      if (child.exitCode !== null || child.signalCode !== null) throw new Error(`nginx exited while starting (port ${this.o.listenPort}):\n${this.recent.trim()}`);
-      const workers = childrenOf(child.pid!);
-      if (workers.length > 0 && (await accepts(this.o.listenPort))) {
+    return childReady(child, {
+      what: 'nginx',
+      where: this.url,
+      output: this.o.output,
+      ready: async () => {
+        const workers = childrenOf(child.pid!);
+        if (workers.length === 0 || !(await accepts(this.o.listenPort))) return false;
         this.workers = workers;
-        return { pid: child.pid, exited, lastLines: () => this.recent };
-      }
-      if (Date.now() > deadline) throw new Error(`nginx did not listen on ${this.url} within 30 s:\n${this.recent.trim()}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
+        return true;
+      },
+    });
   }
 
   /** SIGTERM to nginx's master: it stops its workers and exits. */

@@ -140,6 +140,8 @@ export interface ClusterOptions {
   /** Where PostgreSQL's data and the cluster's generated files live; reused by the next start. */
   dataDir: string;
   ports: ClusterPorts;
+  /** Each service process's Prometheus /metrics port on 127.0.0.1, by process name (`frontend`, `history-1`, …); none: no metrics. */
+  metricsPorts?: Record<string, number>;
   namespace?: string;
   /** The codec endpoint the Web UI decrypts payloads through. */
   codecEndpoint?: string;
@@ -244,6 +246,8 @@ export class TemporalCluster {
       TEMPORAL_FRONTEND_HTTP_PORT: String(p.frontendHttp),
       TEMPORAL_FRONTEND_MEMBERSHIP_PORT: String(p.frontendMembership),
     };
+    const metrics = this.o.metricsPorts?.[name];
+    if (metrics !== undefined) env.TEMPORAL_METRICS_ADDRESS = `127.0.0.1:${metrics}`;
     const own = p.services[name];
     const kind = SERVICE_PROCESSES.find((s) => s.name === name)!.service;
     if (own) {

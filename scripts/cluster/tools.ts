@@ -36,7 +36,7 @@ export function serverToolsDirs(env: NodeJS.ProcessEnv = process.env): { server:
 }
 
 /** Go on PATH, or where these machines install it (a non-login shell may not have it on PATH). */
-function findGo(env: NodeJS.ProcessEnv): string | undefined {
+export function findGo(env: NodeJS.ProcessEnv): string | undefined {
   return onPath('go', env) ?? (isExecutable('/usr/local/go/bin/go') ? '/usr/local/go/bin/go' : undefined);
 }
 
@@ -94,7 +94,7 @@ export async function ensureServerTools(log: Log = (l) => console.error(l), env:
   return tools;
 }
 
-async function withLock(dir: string, log: Log, fn: () => Promise<void>): Promise<void> {
+export async function withLock(dir: string, log: Log, fn: () => Promise<void>): Promise<void> {
   mkdirSync(dir, { recursive: true });
   const lock = join(dir, '.build.lock');
   // One build at a time: a second caller (tests and `npm run cluster` together) waits for the first.
@@ -109,7 +109,7 @@ async function withLock(dir: string, log: Log, fn: () => Promise<void>): Promise
   }
 }
 
-function goModuleDir(go: string, module: string, env: NodeJS.ProcessEnv): string {
+export function goModuleDir(go: string, module: string, env: NodeJS.ProcessEnv): string {
   const r = spawnSync(go, ['mod', 'download', '-json', module], { env, encoding: 'utf8', cwd: homedir() });
   const dir = r.status === 0 ? (JSON.parse(r.stdout) as { Dir?: string }).Dir : undefined;
   if (!dir) throw new Error(`go mod download ${module} failed: ${(r.stderr || r.stdout).slice(-2000)}`);
@@ -118,14 +118,24 @@ function goModuleDir(go: string, module: string, env: NodeJS.ProcessEnv): string
 
 /** `go install` of the packages into a staging dir, then renamed into `dir` by `names` (built name → cached name). */
 function build(go: string, dir: string, packages: string[], names: Record<string, string>, env: NodeJS.ProcessEnv, log: Log): Promise<void> {
+  // From the home directory: outside any module, so `go install pkg@version` builds exactly that version.
+  return goBuild(go, dir, { args: ['install', '-v', ...packages], cwd: homedir(), what: packages.join(' ') }, names, env, log);
+}
+
+/**
+ * Runs `go <args>` in `cwd` with GOBIN set to a staging dir (`args` may name it, for `go build -o`), then
+ * renames the built files into `dir` by `names` (built name → cached name).
+ */
+export function goBuild(go: string, dir: string, cmd: { args: string[] | ((staging: string) => string[]); cwd: string; what: string }, names: Record<string, string>, env: NodeJS.ProcessEnv, log: Log): Promise<void> {
   const staging = join(dir, `.staging-${process.pid}`);
   rmSync(staging, { recursive: true, force: true });
   mkdirSync(staging, { recursive: true });
-  log(`[cluster-tools] building ${packages.join(' ')} with ${go} into ${dir} (first time only; takes minutes)`);
+  const what = cmd.what;
+  log(`[cluster-tools] building ${what} with ${go} into ${dir} (first time only; takes minutes)`);
+  const args = typeof cmd.args === 'function' ? cmd.args(staging) : cmd.args;
   return new Promise<void>((resolve, reject) => {
     const started = Date.now();
-    // From the home directory: outside any module, so `go install pkg@version` builds exactly that version.
-    const child = spawn(go, ['install', '-v', ...packages], { env: { ...env, GOBIN: staging }, cwd: homedir(), stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(go, args, { env: { ...env, GOBIN: staging }, cwd: cmd.cwd, stdio: ['ignore', 'pipe', 'pipe'] });
     let compiled = 0;
     let tail: string[] = [];
     const onLine = (chunk: Buffer) => {
@@ -144,7 +154,7 @@ function build(go: string, dir: string, packages: string[], names: Record<string
     child.on('exit', (code) => {
       clearInterval(ticker);
       const missing = Object.keys(names).filter((n) => !existsSync(join(staging, n)));
-      if (code !== 0 || missing.length > 0) return reject(new Error(`go install ${packages.join(' ')} failed (exit ${code}). Last output:\n${tail.join('\n')}`));
+      if (code !== 0 || missing.length > 0) return reject(new Error(`go ${args[0]} ${what} failed (exit ${code}). Last output:\n${tail.join('\n')}`));
       for (const [built, cached] of Object.entries(names)) renameSync(join(staging, built), join(dir, cached));
       rmSync(staging, { recursive: true, force: true });
       log(`[cluster-tools] built in ${Math.round((Date.now() - started) / 1000)} s`);

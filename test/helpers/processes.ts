@@ -66,7 +66,7 @@ export class DeliveryProcesses {
   /** Starts the simulator, then the bridge and the worker, and waits until all three are ready. */
   static async start(o: DeliveryProcessesOptions): Promise<DeliveryProcesses> {
     const p = new DeliveryProcesses(o, { sim: await freePort(), bridge: await freePort() });
-    p.workerBundle = await workflowBundleFile();
+    p.workerBundle = await workflowBundleFile({ ...process.env, ...o.workerEnv });
     try {
       const secret = generateWebhookSecret();
       p.env.DELIVERY_WEBHOOK_SECRETS = secret;

@@ -1,8 +1,26 @@
-/** Keeps the Temporal worker's INFO chatter out of test output; warnings and errors still show. */
-import { DefaultLogger, Runtime } from '@temporalio/worker';
+/**
+ * The Temporal runtime of a test process (one per jest worker, installed by its first test file):
+ * no INFO chatter; its warnings and errors (an activity's failure, a slow workflow task) go to the
+ * test under way, which test/helpers/quiet-environment.js prints only if it fails. The SDK's
+ * notice, once per worker, that an activity-only worker polls no workflow tasks (every test stack
+ * has several) is expected: at DEBUG, as in the worker process (worker/logging.ts).
+ */
+import { runInThisContext } from 'node:vm';
+import { inspect } from 'node:util';
+import { DefaultLogger, Runtime, type LogEntry } from '@temporalio/worker';
+import { ExpectedNoticesAtDebug } from '../../worker/logging';
+
+/** Jest's own global, outside every test file's sandbox: where the environment of the file under way leaves its sink. */
+const jestGlobal = runInThisContext('globalThis') as { __quietTestLog?: (text: string) => void };
+
+function toTest(entry: LogEntry): void {
+  const text = `${new Date(Number(entry.timestampNanos / 1_000_000n)).toISOString()} [${entry.level}] ${entry.message}${entry.meta && Object.keys(entry.meta).length ? ` ${inspect(entry.meta, { breakLength: Infinity, depth: 4 })}` : ''}`;
+  if (jestGlobal.__quietTestLog) jestGlobal.__quietTestLog(text);
+  else process.stderr.write(`${text}\n`);
+}
 
 try {
-  Runtime.install({ logger: new DefaultLogger('WARN') });
+  Runtime.install({ logger: new ExpectedNoticesAtDebug(new DefaultLogger('WARN', toTest)) });
 } catch {
   // Already installed by an earlier test file in this jest worker process.
 }

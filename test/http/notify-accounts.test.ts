@@ -83,7 +83,7 @@ function notification(account: string) {
   return box.add('delivery.status_changed', { subject: 'delivery', status: 'ASSIGNED', previousStatus: 'CREATED', source: 'provider' }, state('N-1'), entry())!;
 }
 
-const activities = () => createNotifyActivities({ endpoints: new Map(), retryScheduleMs: DEFAULT_RETRY_SCHEDULE }, sender, registryTargets(registry));
+const activities = () => createNotifyActivities({ endpoints: new Map(), retryScheduleMs: DEFAULT_RETRY_SCHEDULE }, sender, undefined, registryTargets(registry));
 
 test("`orders` of account A and `orders` of account B are two endpoints, each signed with its own secret", async () => {
   const notify = activities();

@@ -31,9 +31,17 @@ const pacing = { limits: scaled, marginMs: 20, quoteMinRemainingMs: 1_000 };
 /** Deliveries started on A before the switch (the issue's figure). */
 const ON_A = 100;
 
-const { EventType } = temporal.api.enums.v1;
+const { EventType, WorkflowTaskFailedCause } = temporal.api.enums.v1;
+/**
+ * A completion the server refused because an event (the gate's answer, a webhook's signal) came in
+ * while the task ran: the worker runs the task again with it, on the same build. Frequent on a
+ * loaded machine, and no sign of a replay problem, which shows as any other cause (nondeterminism).
+ */
+const REFUSED_FOR_NEW_EVENT = WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_UNHANDLED_COMMAND;
 /** After a routing change, before the test expects every new delivery to follow it (see the abort test). */
 const SETTLE_MS = 3_000;
+/** A wait, not a figure (bench/ has those): 100 creations at 20 a second take 5 s, over 60 s with the 2 cores' load above 20. */
+const CREATED_WITHIN_MS = 150_000;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 let bundleB: Promise<WorkflowBundle>;
@@ -85,14 +93,15 @@ async function start(stack: Stack, references: string[], tag: string): Promise<v
 
 /** Drives each delivery to DELIVERED at the simulator and waits for its workflow to end. */
 async function deliverAll(stack: Stack, references: readonly string[]): Promise<void> {
-  for (const d of await allCreated(stack, references, 60_000)) driveToDelivered(stack.sim, d.delivery.id);
+  for (const d of await allCreated(stack, references, CREATED_WITHIN_MS)) driveToDelivered(stack.sim, d.delivery.id);
   await Promise.all(references.map((r) => stack.deliveries.result(r)));
 }
 
 interface Run {
   /** Build ids of the workers that completed its workflow tasks. */
   builds: Set<string>;
-  failedTasks: number;
+  /** Causes of its failed workflow tasks, but for completions refused for a new event. */
+  failedTasks: string[];
   /** Start time of its first workflow task completed by `buildId`, ms since the epoch. */
   firstTaskOf(buildId: string): number | undefined;
 }
@@ -103,7 +112,9 @@ async function runOf(client: Client, workflowId: string): Promise<Run> {
   const completed = events.filter((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED);
   return {
     builds: new Set(completed.map((e) => e.workflowTaskCompletedEventAttributes?.deploymentVersion?.buildId ?? '(unversioned)')),
-    failedTasks: events.filter((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED).length,
+    failedTasks: events
+      .filter((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED && e.workflowTaskFailedEventAttributes?.cause !== REFUSED_FOR_NEW_EVENT)
+      .map((e) => `${WorkflowTaskFailedCause[e.workflowTaskFailedEventAttributes?.cause ?? 0]}: ${e.workflowTaskFailedEventAttributes?.failure?.message ?? ''}`),
     firstTaskOf(buildId) {
       const first = completed.find((e) => e.workflowTaskCompletedEventAttributes?.deploymentVersion?.buildId === buildId);
       const started = events.find((e) => Number(e.eventId) === Number(first?.workflowTaskCompletedEventAttributes?.startedEventId));
@@ -118,7 +129,7 @@ async function runsOf(client: Client, references: readonly string[]): Promise<Ru
 
 function expectAllOn(runs: Run[], buildId: string): void {
   expect(runs.filter((r) => r.builds.size !== 1 || !r.builds.has(buildId)).map((r) => [...r.builds])).toEqual([]);
-  expect(runs.reduce((n, r) => n + r.failedTasks, 0)).toBe(0);
+  expect(runs.flatMap((r) => r.failedTasks)).toEqual([]);
 }
 
 async function drained(stack: Stack, v: DeploymentVersion) {
@@ -148,7 +159,7 @@ describe('a replay-incompatible build shipped while deliveries are in flight', (
     const namespace = stack.temporal.options.namespace;
     const refsA = Array.from({ length: ON_A }, (_, i) => `VER-A-${i}`);
     await start(stack, refsA, 'a');
-    await allCreated(stack, refsA, 60_000);
+    await allCreated(stack, refsA, CREATED_WITHIN_MS);
     expect(await eventually('the open deliveries to be counted on A', async () => ((await openPinned(service, namespace, a)) === ON_A ? true : undefined))).toBe(true);
 
     // B really is incompatible: an A delivery's history does not replay on it.
@@ -161,7 +172,7 @@ describe('a replay-incompatible build shipped while deliveries are in flight', (
     const switchedAt = Date.now();
     const refsB = Array.from({ length: 10 }, (_, i) => `VER-B-${i}`);
     await start(stack, refsB, 'b');
-    await allCreated(stack, refsB, 60_000);
+    await allCreated(stack, refsB, CREATED_WITHIN_MS);
     expect((await describeDeployment(service, namespace, a.deploymentName))?.current).toBe(b.buildId);
 
     // The A deliveries go on to the end (webhooks through the bridge) while B takes the new ones.
@@ -176,7 +187,7 @@ describe('a replay-incompatible build shipped while deliveries are in flight', (
     const gate = await runOf(stack.temporal, gateWorkflowId(stack.workers.taskQueue));
     process.stdout.write(`versioning: from B current to B's first workflow task: a new delivery's ${firstOnB - switchedAt} ms, the gate's ${gate.firstTaskOf(b.buildId)! - switchedAt} ms\n`);
     expect(gate.builds).toEqual(new Set([a.buildId, b.buildId]));
-    expect(gate.failedTasks).toBe(0);
+    expect(gate.failedTasks).toEqual([]);
 
     await drained(stack, a);
     expect(await openPinned(service, namespace, a)).toBe(0);
@@ -189,7 +200,7 @@ describe('a replay-incompatible build shipped while deliveries are in flight', (
     await start(stack, ['VER-B-after'], 'after');
     await deliverAll(stack, ['VER-B-after']);
     expectAllOn(await runsOf(stack.temporal, ['VER-B-after']), b.buildId);
-  }, 300_000);
+  }, 480_000);
 });
 
 describe('a switch with a backlog waiting at the pacing gate', () => {
@@ -224,7 +235,7 @@ describe('a switch with a backlog waiting at the pacing gate', () => {
     expectAllOn(await runsOf(stack.temporal, refsB), b.buildId);
     const gate = await runOf(stack.temporal, gateWorkflowId(stack.workers.taskQueue));
     expect(gate.builds).toEqual(new Set([a.buildId, b.buildId])); // one gate, on A then on B
-    expect(gate.failedTasks).toBe(0);
+    expect(gate.failedTasks).toEqual([]);
   }, 240_000);
 });
 
@@ -245,7 +256,7 @@ describe('an aborted rollout', () => {
     expect(await rollTo(t, b.buildId, 50)).toBe(0);
     const ramped = Array.from({ length: 20 }, (_, i) => `ABORT-R-${i}`);
     await start(stack, ramped, 'ar');
-    await allCreated(stack, ramped, 60_000);
+    await allCreated(stack, ramped, CREATED_WITHIN_MS);
     expect(await abortRollout(t)).toBe(0);
     expect(await describeDeployment(service, namespace, a.deploymentName)).toMatchObject({ current: a.buildId, ramping: undefined });
     // New deliveries after the ramp ends: the dev server (1.29.1) still started about one in ten
@@ -261,7 +272,7 @@ describe('an aborted rollout', () => {
     expect(await rollTo(t, b.buildId)).toBe(0);
     const onBuildB = ['ABORT-B-0', 'ABORT-B-1'];
     await start(stack, onBuildB, 'ab');
-    await allCreated(stack, onBuildB, 60_000);
+    await allCreated(stack, onBuildB, CREATED_WITHIN_MS);
     expect(await abortRollout(t)).toBe(0);
     expect((await describeDeployment(service, namespace, a.deploymentName))?.current).toBe(a.buildId);
     await sleep(SETTLE_MS);
@@ -276,7 +287,7 @@ describe('an aborted rollout', () => {
     expect(rampedOnB).toBeGreaterThan(0);
     expect(rampedOnB).toBeLessThan(ramped.length);
     const afterAbort = await runsOf(stack.temporal, [...atAbort, ...afterRamp]);
-    expect([...rampedRuns, ...afterAbort].every((r) => r.builds.size === 1 && r.failedTasks === 0)).toBe(true);
+    expect([...rampedRuns, ...afterAbort].every((r) => r.builds.size === 1 && r.failedTasks.length === 0)).toBe(true);
     process.stdout.write(`versioning: new deliveries started on B after the ramp was ended: ${afterAbort.filter((r) => r.builds.has(b.buildId)).length} of ${afterAbort.length}\n`);
     expectAllOn(await runsOf(stack.temporal, back), a.buildId);
     expectAllOn(await runsOf(stack.temporal, onBuildB), b.buildId);
@@ -335,7 +346,7 @@ describe('a version whose pinned deliveries no worker polls', () => {
     stack = await stackOnA(a, {});
     const refs = ['STRAND-A-0', 'STRAND-A-1', 'STRAND-A-2'];
     await start(stack, refs, 'sa');
-    await allCreated(stack, refs, 60_000);
+    await allCreated(stack, refs, CREATED_WITHIN_MS);
     // The stack restarts on new code: A's workers gone, C's started and made current.
     await stack.workers.stop();
     await workersOf(c);
@@ -357,7 +368,7 @@ describe('a version whose pinned deliveries no worker polls', () => {
   it('moves its deliveries on with the printed update-options command when the change is compatible (way out 2)', async () => {
     const refs = ['STRAND-C-0', 'STRAND-C-1'];
     await start(stack, refs, 'sc');
-    await allCreated(stack, refs, 60_000);
+    await allCreated(stack, refs, CREATED_WITHIN_MS);
     const onC = extra[0]!;
     await onC.stop();
     await workersOf(d);
@@ -369,6 +380,6 @@ describe('a version whose pinned deliveries no worker polls', () => {
     await deliverAll(stack, refs);
     const runs = await runsOf(stack.temporal, refs);
     expect(runs.map((r) => [...r.builds].sort())).toEqual(refs.map(() => ['build-c', 'build-d']));
-    expect(runs.reduce((n, r) => n + r.failedTasks, 0)).toBe(0);
+    expect(runs.flatMap((r) => r.failedTasks)).toEqual([]);
   }, 180_000);
 });

@@ -1,0 +1,72 @@
+/**
+ * The fleet view's visibility budget (fleet/view.ts): FLEET_BENCH_DELIVERIES open deliveries
+ * (default 3,000: more than one list page in one status) spread over the statuses, one poll after
+ * another as the fleet process makes them every FLEET_PERIOD_MS; per poll, the visibility queries
+ * made (its own counter), how long a poll takes, and how many polls the oldest in each status
+ * takes to be known (a list page per poll, newest first). The deliveries are `delivery`
+ * workflows on a queue no worker polls, started with their DeliveryStatus: they stay as started.
+ */
+import { DeliveryStatus } from '../contract/search-attributes';
+import { FLEET_STATUSES, FleetView } from '../fleet/view';
+import { parsePrometheusText } from '../test/helpers/prometheus';
+import { benchSettings, pool, progressLog, sleep, type BenchmarkOutput } from './measure';
+import { benchStack, startBenchServer } from './temporal';
+
+const settings = benchSettings('FLEET');
+const DELIVERIES = settings.num('DELIVERIES', 3_000);
+const POLLS = settings.num('POLLS', 5);
+const progress = progressLog('fleet');
+/** Most of them in one status, so its walk takes several pages. */
+const SHARES: Record<string, number> = { ASSIGNED: 0.7, PICKED_UP: 0.2, CREATED: 0.1 };
+const PERIOD_S = 60;
+
+export async function fleetBenchmark(): Promise<BenchmarkOutput> {
+  const stack = await benchStack(progress, startBenchServer, 15 * 60_000);
+  try {
+    const client = await stack.client();
+    const taskQueue = `bench-fleet-${Date.now().toString(36)}`;
+    const items = Object.entries(SHARES).flatMap(([status, share]) => Array.from({ length: Math.round(DELIVERIES * share) }, (_, i) => ({ status, i })));
+    const firstStart = Date.now();
+    await pool(items, 32, async ({ status, i }) => void (await client.workflow.start('delivery', { taskQueue, workflowId: `fleet-${taskQueue}-${status}-${i}`, args: [], typedSearchAttributes: [{ key: DeliveryStatus, value: status }] })));
+    progress(`${items.length} open deliveries started in ${Math.round((Date.now() - firstStart) / 1000)} s`);
+    const view = new FleetView({ client, namespace: stack.server.namespace, taskQueue, periodMs: PERIOD_S * 1000 });
+    const metrics = async () => parsePrometheusText(await view.registry.metrics());
+    // Visibility catches up with the starts first (not measured).
+    for (let m = await (view.poll(), metrics()); ; m = await (await view.poll(), metrics())) {
+      if (Object.entries(SHARES).every(([s, share]) => m.value('delivery_fleet_open', { account: 'default', status: s }) === Math.round(DELIVERIES * share))) break;
+      await sleep(500);
+    }
+    const fresh = new FleetView({ client, namespace: stack.server.namespace, taskQueue, periodMs: PERIOD_S * 1000 });
+    const pollMs: number[] = [];
+    const knownAfter: Record<string, number> = {};
+    for (let n = 1; n <= POLLS; n++) {
+      const t = performance.now();
+      await fresh.poll();
+      pollMs.push(performance.now() - t);
+      const m = parsePrometheusText(await fresh.registry.metrics());
+      for (const s of Object.keys(SHARES)) if (!(s in knownAfter) && m.value('delivery_fleet_oldest_age_seconds', { account: 'default', status: s }) > 0) knownAfter[s] = n;
+    }
+    const m = parsePrometheusText(await fresh.registry.metrics());
+    const counts = m.value('delivery_fleet_visibility_queries_total', { account: 'default', kind: 'count' });
+    const lists = m.value('delivery_fleet_visibility_queries_total', { account: 'default', kind: 'list' });
+    const perStatusPer30s = ((counts + lists) / POLLS / FLEET_STATUSES.length) * (30 / PERIOD_S);
+    const oldestAge = m.value('delivery_fleet_oldest_age_seconds', { account: 'default', status: 'ASSIGNED' });
+    progress(`${POLLS} polls: ${counts} counts, ${lists} list pages; ${perStatusPer30s.toFixed(2)} queries per status per 30 s at a ${PERIOD_S} s period`);
+    return {
+      open_deliveries: items.length,
+      statuses: FLEET_STATUSES.length,
+      polls: POLLS,
+      period_s: PERIOD_S,
+      count_queries_per_poll: counts / POLLS,
+      list_queries_per_poll: lists / POLLS,
+      queries_per_status_per_30s: Math.round(perStatusPer30s * 100) / 100,
+      poll_ms_max: Math.round(Math.max(...pollMs)),
+      oldest_known_after_polls_assigned: knownAfter.ASSIGNED ?? -1,
+      oldest_known_after_polls_picked_up: knownAfter.PICKED_UP ?? -1,
+      oldest_known_after_polls_created: knownAfter.CREATED ?? -1,
+      oldest_assigned_age_error_s: Math.round(Math.abs(oldestAge - (Date.now() - firstStart) / 1000) * 10) / 10,
+    };
+  } finally {
+    await stack.close();
+  }
+}

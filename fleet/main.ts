@@ -1,0 +1,42 @@
+/**
+ * `npm run fleet`: the fleet view (fleet/view.ts) on FLEET_METRICS_ADDRESS. One per deployment:
+ * its visibility queries cost the same whatever the number of workers, and a second one would
+ * only double them. Reads the same TEMPORAL_* and DELIVERY_TASK_QUEUE as the worker.
+ */
+import { Client, type ConnectionOptions } from '@temporalio/client';
+import { z } from 'zod';
+import { connectClient } from '../temporal/client-connection';
+import { temporalSettingsFromEnv } from '../temporal/connection';
+import { parseEnv } from '../provider/validation';
+import { METRICS_ADDRESS, serveMetrics } from '../metrics/serve';
+import { dataConverterFromEnv } from '../temporal/payload-codec';
+import { FleetView } from './view';
+
+const FleetEnvSchema = z.object({
+  FLEET_METRICS_ADDRESS: z.string().regex(METRICS_ADDRESS, { message: 'must be host:port, e.g. 127.0.0.1:9470' }).default('127.0.0.1:9470'),
+  /** Each status costs at most 2 visibility queries a period: 60 s keeps it to one per 30 s. */
+  FLEET_PERIOD_MS: z.coerce.number().int().min(60_000, { message: 'must be at least 60000 (one visibility query per status per 30 s)' }).max(3_600_000).default(60_000),
+});
+
+async function main(): Promise<void> {
+  const env = parseEnv(FleetEnvSchema, process.env, 'fleet configuration');
+  const temporal = temporalSettingsFromEnv();
+  const connection = await connectClient(temporal.connectionOptions as ConnectionOptions);
+  const view = new FleetView({ client: new Client({ connection, namespace: temporal.namespace, dataConverter: dataConverterFromEnv() }), namespace: temporal.namespace, taskQueue: temporal.taskQueue, periodMs: env.FLEET_PERIOD_MS });
+  const listener = await serveMetrics(view.registry, env.FLEET_METRICS_ADDRESS);
+  view.start();
+  const stop = async () => {
+    await view.stop();
+    await listener.close();
+    await connection.close();
+    process.exit(0);
+  };
+  process.once('SIGINT', () => void stop());
+  process.once('SIGTERM', () => void stop());
+  console.log(`fleet: metrics ${listener.url}, deliveries of ${temporal.namespace} on ${temporal.address} counted every ${env.FLEET_PERIOD_MS / 1000} s`);
+}
+
+main().catch((err: Error) => {
+  console.error(`fleet: ${err.message}`);
+  process.exit(1);
+});

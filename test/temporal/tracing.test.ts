@@ -1,0 +1,167 @@
+/**
+ * One delivery is one trace, read back from a real OTLP receiver: Jaeger (scripts/jaeger.ts),
+ * built with Go and cached, receiving OTLP over HTTP from the order system's CLI, the worker and
+ * the bridge, all real processes with OTEL_EXPORTER_OTLP_ENDPOINT set, on the test's Temporal dev
+ * server, against the simulator (which keeps the `traceparent` of each request it gets).
+ *
+ * The trace of the delivery holds: the order system's start (its own service), the delivery
+ * workflow, the gate's wait for that order and the gate's quote and creation activities (the gate
+ * is another workflow: the order's trace rides in its ask), each HTTP call to the courier as a
+ * client span whose context is the `traceparent` the simulator received, and the bridge's
+ * signals, handled in the delivery's trace and linked to the bridge's own trace of the webhook.
+ * No span carries the order's personal data or the API key; log lines carry the trace id and the
+ * workflow id.
+ */
+import { execFile } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { Client } from '@temporalio/client';
+import { connectClient } from '../../temporal/client-connection';
+import { ensureJaeger, startJaeger, type RunningJaeger } from '../../scripts/jaeger';
+import { removeWorkflowBundleFile, ROOT } from '../../scripts/processes';
+import { deliveryWorkflowId } from '../../contract/workflow-ids';
+import { deliveryRequest } from '../fixtures/orders';
+import { DeliveryProcesses } from '../helpers/processes';
+import { eventually } from '../helpers/stack';
+import { testServerAddress } from '../helpers/temporal';
+
+const run = promisify(execFile);
+
+interface JaegerSpan {
+  traceID: string;
+  spanID: string;
+  operationName: string;
+  references: { refType: string; traceID: string; spanID: string }[];
+  tags: { key: string; value: unknown }[];
+  processID: string;
+}
+interface JaegerTrace {
+  traceID: string;
+  spans: JaegerSpan[];
+  processes: Record<string, { serviceName: string }>;
+}
+
+let jaeger: RunningJaeger;
+let procs: DeliveryProcesses;
+let temporal: Client;
+
+async function traceOf(traceId: string): Promise<JaegerTrace | undefined> {
+  const res = await fetch(`${jaeger.queryUrl}/api/traces/${traceId}`);
+  if (res.status === 404) return undefined;
+  if (!res.ok) throw new Error(`jaeger answered ${res.status}: ${await res.text()}`);
+  return ((await res.json()) as { data: JaegerTrace[] }).data[0];
+}
+
+const serviceOf = (t: JaegerTrace, s: JaegerSpan) => t.processes[s.processID]?.serviceName;
+const tag = (s: JaegerSpan, key: string) => s.tags.find((t) => t.key === key)?.value;
+
+beforeAll(async () => {
+  jaeger = await startJaeger(await ensureJaeger());
+  const { address, namespace } = testServerAddress();
+  const otlp = { OTEL_EXPORTER_OTLP_ENDPOINT: jaeger.otlpUrl };
+  procs = await DeliveryProcesses.start({
+    temporalAddress: address,
+    namespace,
+    prefix: 'tracing',
+    simulatorEnv: { SIMULATOR_AUTO_ADVANCE_MS: '300' },
+    workerEnv: { ...otlp, OTEL_SERVICE_NAME: 'test-worker', LOG_LEVEL: 'INFO' },
+    bridgeEnv: { ...otlp, OTEL_SERVICE_NAME: 'test-bridge' },
+  });
+  const connection = await connectClient({ address });
+  temporal = new Client({ connection, namespace, dataConverter: procs.dataConverter() });
+}, 1_800_000); // the first run builds Jaeger with Go (minutes)
+
+afterAll(async () => {
+  await temporal?.connection.close();
+  await procs?.stop();
+  await jaeger?.stop();
+  await removeWorkflowBundleFile();
+});
+
+it('one delivery is one trace from the order system’s start to the courier’s HTTP calls and the bridge’s signals', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'tracing-'));
+  const orderFile = join(dir, 'order.json');
+  const { reference_number: _r, ...order } = deliveryRequest({ is_food: true });
+  writeFileSync(orderFile, JSON.stringify(order));
+  const reference = `TRACE-${Date.now().toString(36)}`;
+  const workflowId = deliveryWorkflowId(reference);
+  const since = (await procs.sim.requests()).length;
+
+  // The order system: the CLI, with its own service name.
+  const env = { ...process.env, ...procs.env, OTEL_EXPORTER_OTLP_ENDPOINT: jaeger.otlpUrl, OTEL_SERVICE_NAME: 'order-system' };
+  await run(process.execPath, [join(ROOT, 'client/delivery.js'), 'create', '--reference', reference, '--order', orderFile], { env, timeout: 90_000 });
+  const result = (await temporal.workflow.getHandle(workflowId).result()) as { status: string };
+  expect(result.status).toBe('DELIVERED');
+
+  // The courier saw a traceparent on the quote and the creation; both name the same trace.
+  const calls = (await procs.sim.requests()).slice(since).filter((r) => r.method === 'POST' && (r.path === '/v1/quotes' || r.path === '/v1/deliveries'));
+  expect(calls.map((r) => r.path).sort()).toEqual(['/v1/deliveries', '/v1/quotes']);
+  const traceIds = new Set(calls.map((r) => r.traceparent?.split('-')[1]));
+  expect(traceIds.size).toBe(1);
+  const traceId = [...traceIds][0] ?? '';
+  expect(traceId).toMatch(/^[0-9a-f]{32}$/);
+
+  // Spans are exported in batches: wait until the whole shape has arrived.
+  const names = ['StartWorkflow:delivery', 'RunWorkflow:delivery', 'RunActivity:askGate', 'GateWait:quotes', 'RunActivity:quoteInGate', 'RunActivity:createInGate', 'POST /v1/quotes', 'POST /v1/deliveries', 'HandleSignal:statusChanged'];
+  const trace = await eventually(
+    `the delivery's trace ${traceId} in Jaeger with ${names.join(', ')}`,
+    async () => {
+      const t = await traceOf(traceId);
+      return t && names.every((n) => t.spans.some((s) => s.operationName === n)) ? t : undefined;
+    },
+    60_000,
+  );
+  const spans = (name: string) => trace.spans.filter((s) => s.operationName === name);
+
+  // The order system's start is the root, in its own service; the workflow runs under it.
+  const [start] = spans('StartWorkflow:delivery');
+  expect(serviceOf(trace, start!)).toBe('order-system');
+  expect(start!.references).toEqual([]);
+  const [runWorkflow] = spans('RunWorkflow:delivery');
+  expect(serviceOf(trace, runWorkflow!)).toBe('test-worker');
+  expect(runWorkflow!.references[0]?.spanID).toBe(start!.spanID);
+
+  // Each HTTP call is a client span whose context is the traceparent the courier received.
+  for (const call of calls) {
+    const spanId = call.traceparent!.split('-')[2];
+    const span = trace.spans.find((s) => s.spanID === spanId);
+    expect(span?.operationName).toBe(`POST ${call.path}`);
+    expect(tag(span!, 'span.kind')).toBe('client');
+    expect(tag(span!, 'http.response.status_code')).toBe(call.status);
+  }
+  // The quote's HTTP call runs in the gate's quote activity, under the order's wait in the gate.
+  const parentOf = (s: JaegerSpan) => trace.spans.find((p) => p.spanID === s.references.find((r) => r.refType === 'CHILD_OF')?.spanID);
+  const chain = (s: JaegerSpan | undefined): string[] => (s ? [s.operationName, ...chain(parentOf(s))] : []);
+  expect(chain(spans('POST /v1/quotes')[0])).toEqual(expect.arrayContaining(['RunActivity:quoteInGate', 'StartActivity:quoteInGate', 'GateWait:quotes', 'RunActivity:askGate', 'RunWorkflow:delivery', 'StartWorkflow:delivery']));
+
+  // The bridge's status signals are handled in the delivery's trace, linked to the bridge's trace of the webhook.
+  const handled = spans('HandleSignal:statusChanged');
+  const links = handled.flatMap((s) => s.references.filter((r) => r.refType === 'FOLLOWS_FROM'));
+  expect(links.length).toBe(handled.length);
+  const bridgeTrace = await eventually('the bridge’s trace of a webhook', () => traceOf(links[0]!.traceID), 30_000);
+  const webhook = bridgeTrace.spans.find((s) => s.operationName === 'POST /webhooks/delivery');
+  expect(serviceOf(bridgeTrace, webhook!)).toBe('test-bridge');
+  expect(tag(webhook!, 'temporalWorkflowId')).toBe(workflowId);
+  expect(bridgeTrace.spans.map((s) => s.operationName)).toContain('SignalWorkflow:statusChanged');
+
+  // No personal data and no key in any span of either trace.
+  const values = [...trace.spans, ...bridgeTrace.spans].flatMap((s) => s.tags.map((t) => String(t.value)));
+  const personal = [order.pickup_location.last_name, order.pickup_location.address, ...order.destinations.flatMap((d) => [d.location.last_name, d.location.phone, d.location.address]), 'sandbox-key'];
+  expect(values.filter((v) => personal.some((p) => p && v.includes(p)))).toEqual([]);
+
+  // Log lines carry the trace id and the workflow id: the worker's activity line, the bridge's webhook line.
+  const lines = (text: string) => text.split('\n').flatMap((l) => {
+    const json = l.slice(l.indexOf('{'));
+    try {
+      return [JSON.parse(json) as Record<string, unknown>];
+    } catch {
+      return [];
+    }
+  });
+  const created = lines(procs.worker!.output()).find((l) => l.msg === 'delivery created at the provider' && l.deliveryWorkflowId === workflowId);
+  expect(created).toMatchObject({ trace_id: traceId, workflowId: expect.stringMatching(/^pacing-gate:/) });
+  // The bridge logs a webhook once its signal is answered: wait for that line rather than assume it is there.
+  await eventually('the bridge’s log line of the linked webhook', () => lines(procs.bridge!.output()).find((l) => l.msg === 'webhook' && l.workflow_id === workflowId && l.trace_id === links[0]!.traceID));
+}, 240_000);

@@ -1,0 +1,34 @@
+// tracing/: OpenTelemetry traces of every process (client, worker, bridge), exported by OTLP when configured.
+/**
+ * Whether this process exports traces, from OpenTelemetry's standard variables: only when
+ * OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set. Unset: no tracer, no
+ * interceptor, no header on any message (docs/operations.md, "Traces").
+ */
+import { z } from 'zod';
+import { parseEnv } from '../provider/validation';
+
+const url = z.url({ protocol: /^https?$/, message: 'must be an http(s) URL, e.g. http://127.0.0.1:4318' });
+
+const TracingEnvSchema = z.object({
+  /** The OTLP/HTTP base address; traces go to <it>/v1/traces. */
+  OTEL_EXPORTER_OTLP_ENDPOINT: url.optional(),
+  /** OTLP/HTTP traces URL, used as is; wins over OTEL_EXPORTER_OTLP_ENDPOINT. */
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: url.optional(),
+  OTEL_SERVICE_NAME: z.string().min(1).max(200).optional(),
+  /** `none` turns tracing off whatever the endpoint (OpenTelemetry's standard switch). */
+  OTEL_TRACES_EXPORTER: z.enum(['otlp', 'none']).optional(),
+});
+
+export interface TracingConfig {
+  /** The full traces URL (…/v1/traces). */
+  tracesUrl: string;
+  serviceName: string;
+}
+
+/** The process's tracing, or undefined when it exports none. `service`: its name unless OTEL_SERVICE_NAME says otherwise. */
+export function tracingConfigFromEnv(service: string, env: NodeJS.ProcessEnv = process.env): TracingConfig | undefined {
+  const e = parseEnv(TracingEnvSchema, env, 'tracing configuration');
+  if (e.OTEL_TRACES_EXPORTER === 'none') return undefined;
+  const tracesUrl = e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? (e.OTEL_EXPORTER_OTLP_ENDPOINT ? `${e.OTEL_EXPORTER_OTLP_ENDPOINT.replace(/\/+$/, '')}/v1/traces` : undefined);
+  return tracesUrl ? { tracesUrl, serviceName: e.OTEL_SERVICE_NAME ?? service } : undefined;
+}

@@ -1,0 +1,24 @@
+/**
+ * What a traced worker adds to its Worker options: the activity interceptors (a RunActivity span
+ * per attempt, child of the scheduling workflow's span; trace_id on activity log lines) and, for
+ * workers that run workflows, the sink through which the workflow sandbox hands its spans out.
+ */
+import { makeWorkflowExporter, OpenTelemetryActivityInboundInterceptor, OpenTelemetryActivityOutboundInterceptor } from '@temporalio/interceptors-opentelemetry/lib/worker';
+import type { WorkerOptions } from '@temporalio/worker';
+import type { Tracing } from './install';
+
+/** The workflow interceptor module a traced worker's bundle must include. */
+export const WORKFLOW_TRACING_MODULE = require.resolve('../workflows/tracing-interceptors');
+
+export function tracedWorkerOptions(tracing: Tracing | undefined, runsWorkflows: boolean): Pick<WorkerOptions, 'interceptors' | 'sinks'> {
+  if (!tracing) return {};
+  return {
+    interceptors: { activity: [(ctx) => ({ inbound: new OpenTelemetryActivityInboundInterceptor(ctx), outbound: new OpenTelemetryActivityOutboundInterceptor(ctx) })] },
+    ...(runsWorkflows && { sinks: { exporter: makeWorkflowExporter(tracing.spanProcessor, tracing.resource) } }),
+  };
+}
+
+/** Whether a bundle's code has the workflow interceptors (a bundle made without tracing has none). */
+export function bundleIsTraced(code: string): boolean {
+  return code.includes('tracing-interceptors');
+}
