@@ -12,6 +12,9 @@ import { gateWorkflowId } from '../contract/workflow-ids';
 import { gateTaskQueue } from '../contract/task-queues';
 import { batchedSends, type BatchLimits } from './batched-sends';
 import { activeTraceparent } from '../tracing/spans';
+import { activityAccount, unknownAccount } from './account-of';
+import { DEFAULT_ACCOUNT } from '../contract/accounts';
+import type { AccountRegistry } from '../accounts/registry';
 
 /**
  * An ask that finds no other on its way waits this long for the asks of orders started with it:
@@ -27,41 +30,73 @@ const ASK_LINGER_MS = 20;
  */
 const ASKS_PER_SIGNAL: BatchLimits<GateRequest> = { items: 50, bytes: 256 * 1024, sizeOf: (r) => Buffer.byteLength(JSON.stringify(r)), lingerMs: ASK_LINGER_MS };
 
-export function gateConfig(s: PacingSettings): GateConfig {
-  return { limits: { creations: s.limits.creations, quotes: s.limits.quotes }, marginMs: s.marginMs, callTimeoutMs: s.callTimeoutMs, leadMs: s.leadMs, quoteMinRemainingMs: s.quoteMinRemainingMs, historyLimit: s.gateHistoryLimit };
+/** The gate's settings: the worker's pacing settings, with the limits of the gate's account when given. */
+export function gateConfig(s: PacingSettings, limits: PacingSettings['limits'] = s.limits): GateConfig {
+  return { limits: { creations: limits.creations, quotes: limits.quotes }, marginMs: s.marginMs, callTimeoutMs: s.callTimeoutMs, leadMs: s.leadMs, quoteMinRemainingMs: s.quoteMinRemainingMs, historyLimit: s.gateHistoryLimit };
 }
 
-function gateStart(taskQueue: string, config: GateConfig) {
-  return { workflowId: gateWorkflowId(taskQueue), taskQueue: gateTaskQueue(taskQueue), args: [{ taskQueue, config }] as const, staticSummary: `pacing gate · ${taskQueue}` };
+/** One gate per task queue and account; its calls (and its own tasks) carry the account as their fairness key. */
+function gateStart(taskQueue: string, config: GateConfig, account: string) {
+  return {
+    workflowId: gateWorkflowId(taskQueue, account),
+    taskQueue: gateTaskQueue(taskQueue),
+    args: [{ taskQueue, config }] as const,
+    staticSummary: `pacing gate · ${taskQueue}${account === DEFAULT_ACCOUNT ? '' : ` · account ${account}`}`,
+    priority: { fairnessKey: account },
+  };
 }
 
-/** At a worker's start: runs the gate (warm before a burst of orders needs it) with this worker's settings. */
-export async function startGate(client: Client, taskQueue: string, settings: PacingSettings): Promise<void> {
-  const config = gateConfig(settings);
-  await client.workflow.signalWithStart('pacingGate', { ...gateStart(taskQueue, config), signal: gateConfigureSignal, signalArgs: [config] });
+/**
+ * At a worker's start: runs the account's gate (warm before a burst of orders needs it) with this
+ * worker's settings and the account's limits. Other accounts' gates start on their first ask.
+ */
+export async function startGate(client: Client, taskQueue: string, settings: PacingSettings, account = DEFAULT_ACCOUNT, limits = settings.limits): Promise<void> {
+  const config = gateConfig(settings, limits);
+  await client.workflow.signalWithStart('pacingGate', { ...gateStart(taskQueue, config, account), signal: gateConfigureSignal, signalArgs: [config] });
 }
 
-export function createGateActivities(deps: { client: Client; settings: PacingSettings; onDeliveryStarted?: () => void }) {
+/** A running gate takes new settings (an account's limits changed, a new worker's settings); a gate that is not running stays so: it starts with them on its next ask. */
+export async function configureGate(client: Client, taskQueue: string, settings: PacingSettings, account: string, limits: PacingSettings['limits']): Promise<boolean> {
+  try {
+    await client.workflow.getHandle(gateWorkflowId(taskQueue, account)).signal(gateConfigureSignal, gateConfig(settings, limits));
+    return true;
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return false;
+    throw err;
+  }
+}
+
+/** `accounts`: the worker's registry (each gate takes its account's limits); absent: every account has the settings' limits. */
+export function createGateActivities(deps: { client: Client; settings: PacingSettings; accounts?: Pick<AccountRegistry, 'get'>; onDeliveryStarted?: () => void }) {
   // A workflow that is gone (terminated, or the gate before it restarts) needs no message.
   const ignoreGone = (err: unknown): void => {
     if (!(err instanceof WorkflowNotFoundError)) throw err;
   };
-  const asks = new Map<string, (request: GateRequest) => Promise<void>>(); // per task queue, so per gate
-  const ask = (taskQueue: string, request: GateRequest): Promise<void> => {
-    let send = asks.get(taskQueue);
+  /** The account's limits; an account the registry does not have (any more) is retried: the operator may add it back. */
+  const limitsOf = (account: string): PacingSettings['limits'] => {
+    if (!deps.accounts) return deps.settings.limits;
+    const known = deps.accounts.get(account);
+    if (!known) throw unknownAccount(account);
+    return { ...deps.settings.limits, ...known.limits };
+  };
+  const asks = new Map<string, (request: GateRequest) => Promise<void>>(); // per task queue and account, so per gate
+  const ask = (taskQueue: string, account: string, request: GateRequest): Promise<void> => {
+    const gate = gateWorkflowId(taskQueue, account);
+    let send = asks.get(gate);
     if (!send) {
-      const start = gateStart(taskQueue, gateConfig(deps.settings));
-      send = batchedSends((requests: GateRequest[]) => deps.client.workflow.signalWithStart('pacingGate', { ...start, signal: gateRequestSignal, signalArgs: [requests] }).then(() => undefined), ASKS_PER_SIGNAL);
-      asks.set(taskQueue, send);
+      // Started on demand by the first ask (signal-with-start), with the account's limits as they are then.
+      const start = () => gateStart(taskQueue, gateConfig(deps.settings, limitsOf(account)), account);
+      send = batchedSends((requests: GateRequest[]) => deps.client.workflow.signalWithStart('pacingGate', { ...start(), signal: gateRequestSignal, signalArgs: [requests] }).then(() => undefined), ASKS_PER_SIGNAL);
+      asks.set(gate, send);
     }
     return send(request);
   };
   return {
-    /** The worker's pacing settings, recorded once in the delivery's history. */
-    async pacingSettings(): Promise<PacingSettings> {
+    /** The worker's pacing settings with the delivery's account's limits, recorded once in the delivery's history. */
+    async pacingSettings(by?: { account?: string }): Promise<PacingSettings> {
       // Read once by a delivery's first run (a local activity's result is recorded: a replay does not run it again).
       if (deps.onDeliveryStarted && Context.current().info.workflowType === 'delivery') deps.onDeliveryStarted();
-      return deps.settings;
+      return deps.accounts ? { ...deps.settings, limits: limitsOf(activityAccount(by?.account)) } : deps.settings;
     },
     /**
      * `notRun`: the gate's run that answered "again" while draining for continue-as-new. Asked of
@@ -69,9 +104,11 @@ export function createGateActivities(deps: { client: Client; settings: PacingSet
      * the server refuse that task (UnhandledCommand): the worker then replays the gate's whole
      * history before it can continue (seconds at 4,000 events). So wait for its successor.
      */
-    async askGate({ taskQueue, request, notRun }: { taskQueue: string; request: GateRequest; notRun?: string }): Promise<void> {
+    async askGate({ taskQueue, request, notRun, account: explicit }: { taskQueue: string; request: GateRequest; notRun?: string; account?: string }): Promise<void> {
+      const account = activityAccount(explicit, taskQueue);
+      limitsOf(account); // an unknown account is refused here, before its gate would start
       if (notRun) {
-        const current = await deps.client.workflow.getHandle(gateWorkflowId(taskQueue)).describe().catch((err: unknown) => (ignoreGone(err), undefined));
+        const current = await deps.client.workflow.getHandle(gateWorkflowId(taskQueue, account)).describe().catch((err: unknown) => (ignoreGone(err), undefined));
         if (current?.runId === notRun && current.status.name === 'RUNNING') {
           // Retried by the local activity's policy, checking less often the longer it takes (a describe each time).
           const nextRetryDelay = Math.min(2_000, 250 * Context.current().info.attempt);
@@ -80,10 +117,10 @@ export function createGateActivities(deps: { client: Client; settings: PacingSet
       }
       // The delivery's trace rides in the ask (one signal carries the asks of many deliveries).
       const trace = activeTraceparent();
-      await ask(taskQueue, trace ? { ...request, trace } : request);
+      await ask(taskQueue, account, trace ? { ...request, trace } : request);
     },
-    async withdrawFromGate({ taskQueue, from, n }: { taskQueue: string; from: string; n: number }): Promise<void> {
-      await deps.client.workflow.getHandle(gateWorkflowId(taskQueue)).signal(gateWithdrawSignal, { from, n }).catch(ignoreGone);
+    async withdrawFromGate({ taskQueue, from, n, account }: { taskQueue: string; from: string; n: number; account?: string }): Promise<void> {
+      await deps.client.workflow.getHandle(gateWorkflowId(taskQueue, activityAccount(account, taskQueue))).signal(gateWithdrawSignal, { from, n }).catch(ignoreGone);
     },
     /** Any failure but a gone workflow retries the whole batch: a repeated answer is never read. */
     async answerDeliveries(answers: Addressed[]): Promise<void> {

@@ -1,8 +1,10 @@
 // activities/: provider calls as activities, the gate's messages as local activities, the start checks.
 /**
  * Activities: one per provider call, built by a factory that receives the API client (so the
- * worker owns the key and tests can pass a client pointed at the simulator). Each honours the
- * activity's cancellation signal and turns provider errors into typed failures.
+ * worker owns the key and tests can pass a client pointed at the simulator), or one client per
+ * courier account: each call then uses the client of the account it works for
+ * (activities/account-of.ts). Each honours the activity's cancellation signal and turns provider
+ * errors into typed failures.
  */
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { WorkflowNotFoundError } from '@temporalio/client';
@@ -10,6 +12,11 @@ import type { ProviderClient } from '../provider/client';
 import type { CreateDeliveryRequest, DeliveryRecord, Quote, UpdateDeliveryRequest } from '../provider/schemas';
 import { SLOT_MISSED, gateAnswerSignal, type CreationTell } from '../contract/gate-messages';
 import { withProviderFailures } from './failures';
+import { UnknownAccountError } from '../accounts/registry';
+import { activityAccount, unknownAccount } from './account-of';
+
+/** The API client of each account (accounts/provider-clients.ts); a single client serves every account. */
+export type ProviderFor = ProviderClient | ((account: string) => ProviderClient);
 
 export interface CreateDeliveryInput {
   request: CreateDeliveryRequest & { reference_number: string };
@@ -24,8 +31,19 @@ export type SlotTiming = { delayMs: number; sendWithinMs: number };
 export type CreateInGateInput = CreateDeliveryInput & { lookFirst: boolean };
 
 /** `httpTimeoutMs`: the API client's timeout of one call. */
-export function createProviderActivities(provider: ProviderClient, o: { httpTimeoutMs?: number } = {}) {
+export function createProviderActivities(providers: ProviderFor, o: { httpTimeoutMs?: number } = {}) {
   const signal = () => Context.current().cancellationSignal;
+  /** The client of the account this activity works for; `explicit` from a workflow whose ID names none. */
+  const providerFor = (explicit?: string): ProviderClient => {
+    if (typeof providers !== 'function') return providers;
+    const account = activityAccount(explicit);
+    try {
+      return providers(account);
+    } catch (err) {
+      if (err instanceof UnknownAccountError) throw unknownAccount(account);
+      throw err;
+    }
+  };
   // A slot is timed on the monotonic clock, never the wall clock, which may be off (docs/deploying.md, "Clocks").
   const now = () => performance.now();
   /** Waits for the slot, then returns a check to run right before each send, and the time left of the slot's call. */
@@ -62,19 +80,20 @@ export function createProviderActivities(provider: ProviderClient, o: { httpTime
   /** Finds the delivery an earlier attempt created and lost the answer of, if there is one. */
   const findEarlier = async (reference: string): Promise<DeliveryRecord | undefined> => {
     // The idempotency key covers that at a provider that honours it; for one that does not, look first.
-    const existing = await provider.findDeliveryByReference(reference, { signal: signal() });
+    const existing = await providerFor().findDeliveryByReference(reference, { signal: signal() });
     if (existing) Context.current().log.info('found the delivery an earlier attempt created', { deliveryId: existing.id });
     return existing;
   };
 
   return {
-    quoteDelivery: withProviderFailures(async (request: CreateDeliveryRequest): Promise<Quote> => provider.quote(request, { signal: signal() })),
+    /** `account`: from a quote without a delivery (quoteOnly), whose workflow ID names none. */
+    quoteDelivery: withProviderFailures(async (request: CreateDeliveryRequest, by?: { account?: string }): Promise<Quote> => providerFor(by?.account).quote(request, { signal: signal() })),
 
     createDelivery: withProviderFailures(async ({ request, idempotencyKey }: CreateDeliveryInput): Promise<DeliveryRecord> => {
       const ctx = Context.current();
       const existing = ctx.info.attempt > 1 ? await findEarlier(request.reference_number) : undefined;
       if (existing) return existing;
-      const { delivery, replayed } = await provider.createDelivery(request, { idempotencyKey, signal: signal() });
+      const { delivery, replayed } = await providerFor().createDelivery(request, { idempotencyKey, signal: signal() });
       ctx.log.info('delivery created at the provider', { deliveryId: delivery.id, replayed });
       return delivery;
     }),
@@ -83,7 +102,7 @@ export function createProviderActivities(provider: ProviderClient, o: { httpTime
     quoteInGate: withProviderFailures(async (request: CreateDeliveryRequest, timing: SlotTiming): Promise<Quote> => {
       const check = await inSlot(timing);
       check();
-      return provider.quote(request, { signal: signal() });
+      return providerFor().quote(request, { signal: signal() });
     }),
 
     /**
@@ -97,7 +116,7 @@ export function createProviderActivities(provider: ProviderClient, o: { httpTime
       let delivery = lookFirst ? await findEarlier(request.reference_number) : undefined;
       if (!delivery) {
         check();
-        const created = await provider.createDelivery(request, { idempotencyKey, signal: signal() });
+        const created = await providerFor().createDelivery(request, { idempotencyKey, signal: signal() });
         delivery = created.delivery;
         // The gate made the call: say for which delivery workflow (the key is its ID).
         Context.current().log.info('delivery created at the provider', { deliveryId: delivery.id, replayed: created.replayed, deliveryWorkflowId: idempotencyKey });
@@ -108,14 +127,14 @@ export function createProviderActivities(provider: ProviderClient, o: { httpTime
       return { delivery, told, afterCallMs: Math.round(now() - called) };
     }),
 
-    getDelivery: withProviderFailures(async (deliveryId: string): Promise<DeliveryRecord> => provider.getDelivery(deliveryId, { signal: signal() })),
+    getDelivery: withProviderFailures(async (deliveryId: string): Promise<DeliveryRecord> => providerFor().getDelivery(deliveryId, { signal: signal() })),
 
     updateDelivery: withProviderFailures(
       async ({ deliveryId, patch }: { deliveryId: string; patch: UpdateDeliveryRequest }): Promise<DeliveryRecord> =>
-        provider.updateDelivery(deliveryId, patch, { signal: signal() }),
+        providerFor().updateDelivery(deliveryId, patch, { signal: signal() }),
     ),
 
-    cancelDelivery: withProviderFailures(async (deliveryId: string): Promise<DeliveryRecord> => provider.cancelDelivery(deliveryId, { signal: signal() })),
+    cancelDelivery: withProviderFailures(async (deliveryId: string): Promise<DeliveryRecord> => providerFor().cancelDelivery(deliveryId, { signal: signal() })),
   };
 }
 

@@ -11,44 +11,54 @@ import type { FieldIssue } from '../provider/schemas';
 import { fieldIssues } from '../provider/validation';
 import { DeliveryWorkflowInputSchema } from '../contract/schemas';
 import { DEFAULT_ACCOUNT } from '../contract/accounts';
-import { currentAccount, type NotifyTargets } from '../notifications/targets';
-
-const NO_ENDPOINTS: ReadonlySet<string> = new Set();
+import type { AccountRegistry } from '../accounts/registry';
+import type { NotifyTargets } from '../notifications/targets';
 
 export interface StartCheckActivities {
   /** Every contract issue of a delivery workflow's input, `[]` when it is valid. Never throws for bad input. */
   checkDeliveryInput(input: unknown): Promise<FieldIssue[]>;
 }
 
+/** The accounts a worker serves (accounts/registry.ts): only whether one is known. */
+export type KnownAccounts = Pick<AccountRegistry, 'get'>;
+
 /**
- * `notifyEndpoints`: the endpoint names the delivery's account has (its registry entry's `notify`,
- * or DELIVERY_NOTIFY_ENDPOINTS for `default`); a start naming another, another account's included,
- * is refused before anything is quoted or created. Left out (a check made where the configuration
- * is not known), the workflow's own start check decides.
+ * `notifyEndpoints`: the endpoint names this worker's configuration has (DELIVERY_NOTIFY_ENDPOINTS),
+ * or, per account, the names the start's account has (its registry entry's `notify`); a start
+ * naming another, another account's included, is refused before anything is quoted or created. `accounts`: the
+ * worker's registry; a start for an account it does not have is refused the same way. Left out (a
+ * check made where the configuration is not known), the workflow's own start check decides.
  */
-export function deliveryInputIssues(input: unknown, nowMs: number, notifyEndpoints?: ReadonlySet<string>, account: string = DEFAULT_ACCOUNT): FieldIssue[] {
+export function deliveryInputIssues(input: unknown, nowMs: number, notifyEndpoints?: ReadonlySet<string> | ((account: string) => ReadonlySet<string>), accounts?: KnownAccounts): FieldIssue[] {
   const parsed = DeliveryWorkflowInputSchema.safeParse(input);
   if (!parsed.success) return fieldIssues(parsed.error).map((i) => (i.field === '(body)' ? { ...i, field: 'input' } : i));
   const issues = pickupTimeIssues(parsed.data.order.desired_pickup_time, nowMs).map((i) => ({ ...i, field: `order.${i.field}` }));
+  const account = parsed.data.account ?? DEFAULT_ACCOUNT;
+  if (accounts !== undefined && !accounts.get(account)) {
+    // Not the list of accounts: a caller learns only that this one is not served here.
+    issues.push({ field: 'account', message: `no courier account ${account} in this deployment's registry (the operator lists accounts in DELIVERY_ACCOUNTS_FILE)` });
+  }
   const endpoint = parsed.data.notify?.endpoint;
-  if (endpoint !== undefined && notifyEndpoints !== undefined && !notifyEndpoints.has(endpoint)) {
-    const known = notifyEndpoints.size > 0 ? `configured: ${[...notifyEndpoints].join(', ')}` : 'none is configured';
+  const names = typeof notifyEndpoints === 'function' ? notifyEndpoints(account) : notifyEndpoints;
+  if (endpoint !== undefined && names !== undefined && !names.has(endpoint)) {
+    const known = names.size > 0 ? `configured: ${[...names].join(', ')}` : 'none is configured';
     const where = account === DEFAULT_ACCOUNT ? 'the operator sets DELIVERY_NOTIFY_ENDPOINTS' : `account ${account}'s own; the operator sets them in the account registry`;
     issues.push({ field: 'notify.endpoint', message: `no notification endpoint named ${endpoint} (${known}; ${where})` });
   }
   return issues;
 }
 
+const NO_ENDPOINTS: ReadonlySet<string> = new Set();
+
 /**
  * `notify`: each account's endpoints (notifications/targets.ts), or the names of the `default`
- * account's (DELIVERY_NOTIFY_ENDPOINTS). The account is the one the workflow ID names.
+ * account's (DELIVERY_NOTIFY_ENDPOINTS: no other account has them). The account is the start's.
  */
-export function createStartCheckActivities(notify: ReadonlySet<string> | NotifyTargets = new Set()): StartCheckActivities {
+export function createStartCheckActivities(notify: ReadonlySet<string> | NotifyTargets = new Set(), accounts?: KnownAccounts): StartCheckActivities {
   const names = notify instanceof Set ? (account: string) => (account === DEFAULT_ACCOUNT ? notify : NO_ENDPOINTS) : (account: string) => (notify as NotifyTargets).names(account);
   return {
     async checkDeliveryInput(input) {
-      const account = currentAccount();
-      return deliveryInputIssues(input, Date.now(), names(account), account);
+      return deliveryInputIssues(input, Date.now(), names, accounts);
     },
   };
 }

@@ -12,6 +12,7 @@ import { formatMoney } from '../provider/money';
 import { forbiddenReferenceCharacter, ReferenceNumber } from '../provider/schemas';
 import { fieldIssues } from '../provider/validation';
 import type { DeliveryState, TimelineEntry } from '../contract/delivery-types';
+import { ACCOUNT_ID, ACCOUNT_ID_RULE, DEFAULT_ACCOUNT } from '../contract/accounts';
 import { DeliveryClient, DeliveryNotFoundError, DeliveryRequestRejectedError, InvalidInputError } from './delivery-client';
 
 export const EXIT = { ok: 0, error: 1, usage: 2, notFound: 3, refused: 4, unavailable: 5 } as const;
@@ -36,11 +37,14 @@ Commands:
   approve  REF                        approve a quote that is over the maximum price
   reject   REF [--reason TEXT]        reject such a quote; nothing is created
   cancel   REF [--no-wait]            cancel the delivery
-  list     [--status S] [--limit N]   deliveries, newest first; --status finds deliveries in S,
+  list     [--status S] [--account A] [--limit N]
+                                      deliveries, newest first; --status finds deliveries in S,
                                       open or ended (only ended ones with the worker's
-                                      DELIVERY_STATUS_SEARCH=final)
+                                      DELIVERY_STATUS_SEARCH=final); --account: that account's only
 
 Options:
+  --account A   the courier account of the delivery (default: DELIVERY_ACCOUNT, else \`default\`);
+                a reference is unique within its account
   --json        machine-readable output
   -h, --help    this help
 
@@ -99,6 +103,7 @@ export async function main(argv: string[], io = { stdout: process.stdout, stderr
         'no-wait': { type: 'boolean', default: false },
         status: { type: 'string' },
         limit: { type: 'string' },
+        account: { type: 'string' },
       },
     });
   } catch (err) {
@@ -142,8 +147,10 @@ export async function main(argv: string[], io = { stdout: process.stdout, stderr
     // A bad reference is bad input whether or not Temporal can be reached: refused before connecting.
     const reference = command === 'create' ? v.reference : REFERENCE_COMMANDS.includes(command) ? rest[0] : undefined;
     if (reference !== undefined) checkReference(reference);
+    const account = v.account ?? (process.env.DELIVERY_ACCOUNT || undefined);
+    if (account !== undefined && !ACCOUNT_ID.test(account)) throw new InvalidInputError('account', [{ field: v.account !== undefined ? '--account' : 'DELIVERY_ACCOUNT', message: ACCOUNT_ID_RULE }]);
 
-    client = await DeliveryClient.connect();
+    client = await DeliveryClient.connect({ account });
     switch (command) {
       case 'check-key': {
         const r = await client.checkKey();
@@ -167,7 +174,7 @@ export async function main(argv: string[], io = { stdout: process.stdout, stderr
           out.print(started, () =>
             started.alreadyStarted
               ? `a delivery with reference ${started.reference} exists already (${started.workflowId}); nothing new was started`
-              : `started ${started.workflowId}; follow it with: delivery watch ${started.reference}`,
+              : `started ${started.workflowId}; follow it with: delivery watch ${started.reference}${started.account === DEFAULT_ACCOUNT ? '' : ` --account ${started.account}`}`,
           );
           return EXIT.ok;
         }
@@ -201,11 +208,12 @@ export async function main(argv: string[], io = { stdout: process.stdout, stderr
         return s.cancellation?.outcome === 'refused' ? EXIT.refused : EXIT.ok;
       }
       case 'list': {
-        const rows = await client.list({ status: v.status, limit: v.limit ? integer(v.limit, '--limit') : undefined });
+        // Every account's unless --account names one (DELIVERY_ACCOUNT is the account of a delivery's commands, not a filter).
+        const rows = await client.list({ status: v.status, account: v.account, limit: v.limit ? integer(v.limit, '--limit') : undefined });
         out.print(rows, () =>
           table(
-            ['REFERENCE', 'STATUS', 'WORKFLOW', 'PROVIDER ID', 'STARTED'],
-            rows.map((r) => [r.reference, r.deliveryStatus ?? '-', r.workflowStatus, r.deliveryId ?? '-', r.startTime.toISOString()]),
+            ['REFERENCE', 'ACCOUNT', 'STATUS', 'WORKFLOW', 'PROVIDER ID', 'STARTED'],
+            rows.map((r) => [r.reference, r.account, r.deliveryStatus ?? '-', r.workflowStatus, r.deliveryId ?? '-', r.startTime.toISOString()]),
           ),
         );
         return EXIT.ok;

@@ -35,9 +35,10 @@ import { DeliveryOrderSchema, DeliveryWorkflowInputSchema } from '../contract/sc
 import { deliveryStartOptions } from '../workflows/start-options';
 import { quoteFingerprint } from '../workflows/quote-fingerprint';
 import * as SearchAttributes from '../contract/search-attributes';
-import { deliveryPriority } from '../contract/priorities';
+import { accountPriority } from '../contract/priorities';
 import { failureTypeIn, reasonOf } from '../contract/failure-cause';
-import { deliveryWorkflowId, referenceFromWorkflowId } from '../contract/workflow-ids';
+import { deliveryWorkflowId, parseDeliveryWorkflowId } from '../contract/workflow-ids';
+import { ACCOUNT_ID, ACCOUNT_ID_RULE, DEFAULT_ACCOUNT } from '../contract/accounts';
 import { dataConverterFromEnv } from '../temporal/payload-codec';
 import type { NotifySettings } from '../contract/notification-types';
 import { temporalSettingsFromEnv, type TemporalSettings } from '../temporal/connection';
@@ -55,8 +56,11 @@ export class InvalidInputError extends Error {
 }
 
 export class DeliveryNotFoundError extends Error {
-  constructor(readonly reference: string) {
-    super(`no delivery with reference ${reference}`);
+  constructor(
+    readonly reference: string,
+    readonly account: string = DEFAULT_ACCOUNT,
+  ) {
+    super(`no delivery with reference ${reference}${account === DEFAULT_ACCOUNT ? '' : ` in account ${account}`}`);
     this.name = 'DeliveryNotFoundError';
   }
 }
@@ -73,8 +77,10 @@ export class DeliveryRequestRejectedError extends Error {
 }
 
 export interface StartOptions {
-  /** Chosen by the order system: Unicode, 1 to 64 UTF-16 code units, no control characters (README "References"). Starting twice with it never makes a second delivery. */
+  /** Chosen by the order system: Unicode, 1 to 64 UTF-16 code units, no control characters (README "References"). Starting twice with it in one account never makes a second delivery. */
   reference: string;
+  /** The courier account (docs/accounts.md); absent: the client's own (`account` option, default `default`). */
+  account?: string;
   /** The most to pay without approval; over it the workflow waits for approveQuote. */
   maxPrice?: Price;
   approvalTimeoutMs?: number;
@@ -91,6 +97,7 @@ export interface StartOptions {
 
 export interface StartedDelivery {
   reference: string;
+  account: string;
   workflowId: string;
   /** true when a delivery with this reference existed already; nothing new was started. */
   alreadyStarted: boolean;
@@ -98,6 +105,7 @@ export interface StartedDelivery {
 
 export interface DeliverySummary {
   reference: string;
+  account: string;
   workflowId: string;
   workflowStatus: string;
   deliveryStatus?: string;
@@ -112,11 +120,16 @@ export interface WatchUpdate {
 }
 
 /** The workflow's own contract (contract/schemas.ts): the client refuses what the workflow would refuse, before starting it. */
-const StartOptionsSchema = DeliveryWorkflowInputSchema.pick({ reference: true, maxPrice: true, approvalTimeoutMs: true, followUp: true, quote: true, notify: true });
+const StartOptionsSchema = DeliveryWorkflowInputSchema.pick({ reference: true, account: true, maxPrice: true, approvalTimeoutMs: true, followUp: true, quote: true, notify: true });
+
+/** A delivery: its reference, in the client's account; or its reference and account. */
+export type DeliveryRef = string | { reference: string; account?: string };
 
 export interface DeliveryClientOptions {
   temporal: Client;
   taskQueue: string;
+  /** The account of every call that names none (DELIVERY_ACCOUNT for the CLI); default `default`. */
+  account?: string;
   /** For checkKey; created from the environment when absent. */
   provider?: ProviderClient;
   /** Closed by close(), when the client made it. */
@@ -131,8 +144,10 @@ export class DeliveryClient {
   private provider?: ProviderClient;
   private readonly connection?: Connection;
   private readonly followUp?: Partial<FollowUpSettings>;
+  private readonly account: string;
 
   constructor(o: DeliveryClientOptions) {
+    this.account = o.account ?? DEFAULT_ACCOUNT;
     this.followUp = o.followUp;
     this.temporal = o.temporal;
     this.taskQueue = o.taskQueue;
@@ -146,13 +161,13 @@ export class DeliveryClient {
    * (tracing/install.ts); a caller with its own OpenTelemetry SDK passes its own `temporal` Client
    * with the SDK's OpenTelemetryWorkflowClientInterceptor instead (docs/operations.md, "Traces").
    */
-  static async connect(settings: { temporal?: TemporalSettings; provider?: ProviderConfig } = {}): Promise<DeliveryClient> {
+  static async connect(settings: { temporal?: TemporalSettings; provider?: ProviderConfig; account?: string } = {}): Promise<DeliveryClient> {
     const t = settings.temporal ?? temporalSettingsFromEnv();
     const dataConverter = dataConverterFromEnv();
     installTracing('delivery-client');
     const connection = await connectClient({ ...(t.connectionOptions as ConnectionOptions), connectTimeout: 5_000 });
     const provider = settings.provider ? new ProviderClient(settings.provider) : undefined;
-    return new DeliveryClient({ temporal: new Client({ connection, namespace: t.namespace, dataConverter, interceptors: tracingClientInterceptors() }), taskQueue: t.taskQueue, connection, provider });
+    return new DeliveryClient({ temporal: new Client({ connection, namespace: t.namespace, dataConverter, interceptors: tracingClientInterceptors() }), taskQueue: t.taskQueue, connection, provider, account: settings.account });
   }
 
   async close(): Promise<void> {
@@ -163,13 +178,14 @@ export class DeliveryClient {
 
   async startDelivery(order: DeliveryOrder, options: StartOptions): Promise<StartedDelivery> {
     const followUp = this.followUp || options.followUp ? { ...this.followUp, ...options.followUp } : undefined;
-    const input = validateStart(order, { ...options, followUp }, Date.now());
-    const workflowId = deliveryWorkflowId(input.reference);
+    const input = validateStart(order, { ...options, account: options.account ?? this.account, followUp }, Date.now());
+    const account = input.account ?? DEFAULT_ACCOUNT;
+    const workflowId = deliveryWorkflowId(input.reference, account);
     try {
       await this.temporal.workflow.start('delivery', { taskQueue: this.taskQueue, ...deliveryStartOptions(input) });
-      return { reference: input.reference, workflowId, alreadyStarted: false };
+      return { reference: input.reference, account, workflowId, alreadyStarted: false };
     } catch (err) {
-      if (err instanceof WorkflowExecutionAlreadyStartedError) return { reference: input.reference, workflowId, alreadyStarted: true };
+      if (err instanceof WorkflowExecutionAlreadyStartedError) return { reference: input.reference, account, workflowId, alreadyStarted: true };
       throw err;
     }
   }
@@ -178,29 +194,31 @@ export class DeliveryClient {
    * A price for this order, without creating anything (same rate-limited path as deliveries).
    * Pass it to startDelivery({ quote }) for the same order and no second quote is asked for.
    */
-  async quote(order: DeliveryOrder): Promise<Quote & { fingerprint?: string }> {
+  async quote(order: DeliveryOrder, { account = this.account }: { account?: string } = {}): Promise<Quote & { fingerprint?: string }> {
     const parsed = DeliveryOrderSchema.safeParse(order);
     if (!parsed.success) throw new InvalidInputError('order', fieldIssues(parsed.error));
+    if (!ACCOUNT_ID.test(account)) throw new InvalidInputError('account', [{ field: 'account', message: ACCOUNT_ID_RULE }]);
     try {
       return await this.temporal.workflow.execute('quoteOnly', {
         taskQueue: this.taskQueue,
         workflowId: `quote:${crypto.randomUUID()}`,
-        args: [parsed.data],
-        staticSummary: `quote · ${parsed.data.destinations.length} stop(s)${parsed.data.is_food ? ' · food' : ''}`,
-        priority: deliveryPriority(parsed.data.is_food),
+        // The account by argument: a quote's workflow ID does not name it.
+        args: account === DEFAULT_ACCOUNT ? [parsed.data] : [parsed.data, { account }],
+        staticSummary: `quote · ${parsed.data.destinations.length} stop(s)${parsed.data.is_food ? ' · food' : ''}${account === DEFAULT_ACCOUNT ? '' : ` · account ${account}`}`,
+        priority: accountPriority(parsed.data.is_food, account),
       });
     } catch (err) {
       throw explainFailure(err);
     }
   }
 
-  async getStatus(reference: string): Promise<DeliveryState> {
-    return this.withHandle(reference, (h) => h.query(statusQuery));
+  async getStatus(delivery: DeliveryRef): Promise<DeliveryState> {
+    return this.withHandle(delivery, (h) => h.query(statusQuery));
   }
 
   /** Waits for the delivery to end and returns its final record. */
-  async result(reference: string): Promise<DeliveryResult> {
-    return this.withHandle(reference, async (h) => {
+  async result(delivery: DeliveryRef): Promise<DeliveryResult> {
+    return this.withHandle(delivery, async (h) => {
       try {
         return (await h.result()) as DeliveryResult;
       } catch (err) {
@@ -212,18 +230,18 @@ export class DeliveryClient {
     });
   }
 
-  async updateDelivery(reference: string, patch: UpdateDeliveryRequest): Promise<DeliveryState> {
+  async updateDelivery(delivery: DeliveryRef, patch: UpdateDeliveryRequest): Promise<DeliveryState> {
     const parsed = UpdateDeliveryRequestSchema.safeParse(patch);
     if (!parsed.success) throw new InvalidInputError('update', fieldIssues(parsed.error));
-    return this.withHandle(reference, (h) => h.executeUpdate(updateDeliveryUpdate, { args: [parsed.data] }));
+    return this.withHandle(delivery, (h) => h.executeUpdate(updateDeliveryUpdate, { args: [parsed.data] }));
   }
 
-  async approveQuote(reference: string): Promise<DeliveryState> {
-    return this.withHandle(reference, (h) => h.executeUpdate(approveQuoteUpdate));
+  async approveQuote(delivery: DeliveryRef): Promise<DeliveryState> {
+    return this.withHandle(delivery, (h) => h.executeUpdate(approveQuoteUpdate));
   }
 
-  async rejectQuote(reference: string, reason = 'rejected'): Promise<DeliveryState> {
-    return this.withHandle(reference, (h) => h.executeUpdate(rejectQuoteUpdate, { args: [reason] }));
+  async rejectQuote(delivery: DeliveryRef, reason = 'rejected'): Promise<DeliveryState> {
+    return this.withHandle(delivery, (h) => h.executeUpdate(rejectQuoteUpdate, { args: [reason] }));
   }
 
   /**
@@ -231,8 +249,8 @@ export class DeliveryClient {
    * workflow has settled it: cancelled, cancelled before creation, or refused by the provider
    * (then the workflow follows the delivery to its real end and the state says so).
    */
-  async cancelDelivery(reference: string, { wait = true }: { wait?: boolean } = {}): Promise<DeliveryState> {
-    return this.withHandle(reference, async (h) => {
+  async cancelDelivery(delivery: DeliveryRef, { wait = true }: { wait?: boolean } = {}): Promise<DeliveryState> {
+    return this.withHandle(delivery, async (h) => {
       await h.cancel();
       if (!wait) return h.query(statusQuery);
       const deadline = Date.now() + 120_000;
@@ -250,12 +268,13 @@ export class DeliveryClient {
    * every `intervalMs`: for a person at a terminal. Order systems are told instead, by signal or
    * webhook (`notify`), and never poll (docs/notifications.md).
    */
-  async *watch(reference: string, { intervalMs = 500, signal }: { intervalMs?: number; signal?: AbortSignal } = {}): AsyncGenerator<WatchUpdate> {
+  async *watch(delivery: DeliveryRef, { intervalMs = 500, signal }: { intervalMs?: number; signal?: AbortSignal } = {}): AsyncGenerator<WatchUpdate> {
+    const { reference, account } = this.ref(delivery);
     let seen = 0;
     let lastPhase: string | undefined;
     for (;;) {
       if (signal?.aborted) return;
-      const state = await this.getStatus(reference);
+      const state = await this.getStatus({ reference, account });
       // Positions count dropped entries too: the timeline keeps only its newest entries.
       if (timelineTotal(state) > seen || state.phase !== lastPhase) {
         yield { state, changes: newSince(state, seen) };
@@ -263,9 +282,9 @@ export class DeliveryClient {
         lastPhase = state.phase;
       }
       if (state.phase === 'ended') return;
-      const description = await this.temporal.workflow.getHandle(deliveryWorkflowId(reference)).describe();
+      const description = await this.temporal.workflow.getHandle(deliveryWorkflowId(reference, account)).describe();
       if (description.status.name !== 'RUNNING') {
-        const final = await this.getStatus(reference);
+        const final = await this.getStatus({ reference, account });
         if (timelineTotal(final) > seen) yield { state: final, changes: newSince(final, seen) };
         return;
       }
@@ -273,14 +292,26 @@ export class DeliveryClient {
     }
   }
 
-  /** Deliveries known to Temporal, newest first, found through their search attributes. */
-  async list({ status, limit = 50 }: { status?: string; limit?: number } = {}): Promise<DeliverySummary[]> {
+  /**
+   * Deliveries known to Temporal, newest first, found through their search attributes. `account`:
+   * that account's only (a `default` delivery has DeliveryAccount from its first upsert on; before
+   * it, from its workflow ID's form).
+   */
+  async list({ status, account, limit = 50 }: { status?: string; account?: string; limit?: number } = {}): Promise<DeliverySummary[]> {
     const clauses = [`WorkflowType = 'delivery'`];
     if (status) clauses.push(`DeliveryStatus = '${status.replace(/'/g, '')}'`);
+    if (account !== undefined) {
+      if (!ACCOUNT_ID.test(account)) throw new InvalidInputError('account', [{ field: 'account', message: ACCOUNT_ID_RULE }]);
+      // Without the attribute yet: a start that did not set it, before its first upsert; its ID says whose it is.
+      clauses.push(`(DeliveryAccount = '${account}' OR DeliveryAccount IS NULL)`);
+    }
     const out: DeliverySummary[] = [];
     for await (const wf of this.temporal.workflow.list({ query: clauses.join(' AND ') })) {
+      const parsed = parseDeliveryWorkflowId(wf.workflowId);
+      if (account !== undefined && parsed !== undefined && parsed.account !== account) continue;
       out.push({
-        reference: referenceFromWorkflowId(wf.workflowId) ?? wf.workflowId,
+        reference: parsed?.reference ?? wf.workflowId,
+        account: parsed?.account ?? wf.typedSearchAttributes.get(SearchAttributes.DeliveryAccount) ?? DEFAULT_ACCOUNT,
         workflowId: wf.workflowId,
         workflowStatus: wf.status.name,
         deliveryStatus: wf.typedSearchAttributes.get(SearchAttributes.DeliveryStatus),
@@ -299,13 +330,21 @@ export class DeliveryClient {
     return { valid: true, baseUrl: this.provider.baseUrl };
   }
 
-  private async withHandle<T>(reference: string, fn: (h: WorkflowHandle) => Promise<T>): Promise<T> {
+  /** The reference and account a call names, checked: an error names the field. */
+  private ref(delivery: DeliveryRef): { reference: string; account: string } {
+    const { reference, account = this.account } = typeof delivery === 'string' ? { reference: delivery } : delivery;
     const ref = ReferenceNumber.safeParse(reference);
     if (!ref.success) throw new InvalidInputError('reference', fieldIssues(ref.error).map((i) => ({ ...i, field: 'reference' })));
+    if (!ACCOUNT_ID.test(account)) throw new InvalidInputError('account', [{ field: 'account', message: ACCOUNT_ID_RULE }]);
+    return { reference, account };
+  }
+
+  private async withHandle<T>(delivery: DeliveryRef, fn: (h: WorkflowHandle) => Promise<T>): Promise<T> {
+    const { reference, account } = this.ref(delivery);
     try {
-      return await fn(this.temporal.workflow.getHandle(deliveryWorkflowId(reference)));
+      return await fn(this.temporal.workflow.getHandle(deliveryWorkflowId(reference, account)));
     } catch (err) {
-      if (err instanceof WorkflowNotFoundError) throw new DeliveryNotFoundError(reference);
+      if (err instanceof WorkflowNotFoundError) throw new DeliveryNotFoundError(reference, account);
       throw explainFailure(err);
     }
   }
@@ -327,7 +366,7 @@ function validateStart(order: DeliveryOrder, options: StartOptions, nowMs: numbe
   }
   if (issues.length > 0 || !o.success || !parsed.success) throw new InvalidInputError('delivery', issues);
   const { quote, ...rest } = o.data;
-  return { reference: rest.reference, order: parsed.data, maxPrice: rest.maxPrice, approvalTimeoutMs: rest.approvalTimeoutMs, followUp: rest.followUp, quote, notify: rest.notify };
+  return { reference: rest.reference, ...(rest.account !== undefined && rest.account !== DEFAULT_ACCOUNT && { account: rest.account }), order: parsed.data, maxPrice: rest.maxPrice, approvalTimeoutMs: rest.approvalTimeoutMs, followUp: rest.followUp, quote, notify: rest.notify };
 }
 
 /** Turns Temporal's failure wrappers into the reason a person needs. */

@@ -31,8 +31,10 @@ export interface FollowUpSettings {
 }
 
 export interface DeliveryWorkflowInput {
-  /** Chosen by the order system; the workflow ID is `delivery:<reference>` and the provider's reference_number. */
+  /** Chosen by the order system, unique within its account; the provider's reference_number. The workflow ID is deliveryWorkflowId(reference, account). */
   reference: string;
+  /** The courier account the delivery belongs to (contract/accounts.ts); absent: `default`. */
+  account?: string;
   order: DeliveryOrder;
   /** The most the order system will pay without a person approving the quote. */
   maxPrice?: Price;

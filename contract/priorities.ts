@@ -13,3 +13,14 @@ import type { Priority } from '@temporalio/common';
 export function deliveryPriority(isFood: boolean): Priority {
   return { priorityKey: isFood ? 1 : 3 };
 }
+
+/**
+ * A provider call's priority: food first, and within one priority the courier account as the
+ * fairness key, so the server dispatches the accounts' tasks in turn (weighted round-robin) and
+ * one account's backlog does not starve another's calls on the shared queue. Needs
+ * `matching.enableFairness` (scripts/temporal-dev-server.ts, deploy/temporal-dynamic-config.yaml);
+ * a server without it ignores the key.
+ */
+export function accountPriority(isFood: boolean, account: string): Priority {
+  return { ...deliveryPriority(isFood), fairnessKey: account };
+}

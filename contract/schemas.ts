@@ -24,6 +24,7 @@ import {
   UpdateDeliveryRequestSchema,
   contractRegistry,
 } from '../provider/schemas';
+import { ACCOUNT_ID, ACCOUNT_ID_RULE, DEFAULT_ACCOUNT } from './accounts';
 import type { CarriedQuote, DeliveryState, DeliveryWorkflowInput, FollowUpSettings, StatusChange } from './delivery-types';
 import { DEFAULT_NOTIFY_SIGNAL, NOTIFICATION_TYPES, type NotifySettings } from './notification-types';
 import type { DeliveryNotification } from './delivery-types';
@@ -114,7 +115,12 @@ export const APPROVAL_TIMEOUT_LIMITS_MS = { min: 1_000, max: 7 * 24 * 3_600_000 
 export const DeliveryWorkflowInputSchema = definition(
   z
     .object({
-      reference: ReferenceNumber.meta({ description: 'Chosen by the order system, used once ever. The workflow ID must be `delivery:<reference>`; it is also the provider\'s reference_number.' }),
+      reference: ReferenceNumber.meta({ description: 'Chosen by the order system, used once ever within its account. The workflow ID must be `delivery:<reference>` for the default account and `delivery@<account>:<reference>` for any other; it is also the provider\'s reference_number.' }),
+      account: z
+        .string()
+        .regex(ACCOUNT_ID, { message: ACCOUNT_ID_RULE })
+        .optional()
+        .meta({ description: `The courier account the delivery belongs to, one the worker's registry has (DELIVERY_ACCOUNTS_FILE). Default \`${DEFAULT_ACCOUNT}\`. An unknown account fails the start with InvalidDeliveryInput naming \`account\`.` }),
       order: DeliveryOrderSchema,
       maxPrice: PriceSchema.optional().meta({ description: 'The most to pay without approval; a quote over it waits for the approveQuote update.' }),
       quote: CarriedQuoteSchema.optional(),

@@ -10,6 +10,8 @@ export const DeliveryId = defineSearchAttributeKey('DeliveryId', SearchAttribute
 export const DeliveryStatus = defineSearchAttributeKey('DeliveryStatus', SearchAttributeType.KEYWORD);
 export const IsFood = defineSearchAttributeKey('IsFood', SearchAttributeType.BOOL);
 export const DestinationCount = defineSearchAttributeKey('DestinationCount', SearchAttributeType.INT);
+/** The courier account (contract/accounts.ts): set at start for an account other than `default`, and by the delivery's first upsert for every one. */
+export const DeliveryAccount = defineSearchAttributeKey('DeliveryAccount', SearchAttributeType.KEYWORD);
 export const QuotedPrice = defineSearchAttributeKey('QuotedPrice', SearchAttributeType.INT);
 
 /**
@@ -20,4 +22,4 @@ export const QuotedPrice = defineSearchAttributeKey('QuotedPrice', SearchAttribu
 export const STATUS_SEARCH = ['final', 'every'] as const;
 export type StatusSearch = (typeof STATUS_SEARCH)[number];
 
-export const DELIVERY_SEARCH_ATTRIBUTES = [OrderReference, DeliveryId, DeliveryStatus, IsFood, DestinationCount, QuotedPrice] as const;
+export const DELIVERY_SEARCH_ATTRIBUTES = [OrderReference, DeliveryId, DeliveryStatus, IsFood, DestinationCount, QuotedPrice, DeliveryAccount] as const;

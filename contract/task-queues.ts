@@ -15,6 +15,12 @@ export function providerTaskQueues(workflowTaskQueue: string): Record<CallFamily
   };
 }
 
+/** The deliveries' queue a provider-call queue belongs to; undefined for another queue. */
+export function workflowTaskQueueOf(providerTaskQueue: string): string | undefined {
+  for (const suffix of Object.values(providerTaskQueues(''))) if (providerTaskQueue.endsWith(suffix)) return providerTaskQueue.slice(0, -suffix.length);
+  return undefined;
+}
+
 /** The pacing gate runs on a queue of its own: its workflow tasks must not wait behind a backlog of delivery workflow tasks. */
 export function gateTaskQueue(workflowTaskQueue: string): string {
   return `${workflowTaskQueue}.pacing-gate`;

@@ -31,3 +31,10 @@ export function referenceFromWorkflowId(workflowId: string): string | undefined 
 export function gateWorkflowId(taskQueue: string, account: string = DEFAULT_ACCOUNT): string {
   return account === DEFAULT_ACCOUNT ? `pacing-gate:${taskQueue}` : `pacing-gate:${taskQueue}@${account}`;
 }
+
+/** The account of the gate `workflowId` of `taskQueue` (the deliveries' queue); undefined for any other ID. The queue is given: a queue's name may hold `@`. */
+export function parseGateWorkflowId(workflowId: string, taskQueue: string): string | undefined {
+  const own = gateWorkflowId(taskQueue);
+  if (workflowId === own) return DEFAULT_ACCOUNT;
+  return workflowId.startsWith(`${own}@`) ? workflowId.slice(own.length + 1) : undefined;
+}

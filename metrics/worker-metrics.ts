@@ -24,7 +24,7 @@ export function providerOutcome(status: number | 'timeout' | 'network'): Provide
 }
 
 export interface ProviderCallObserver {
-  (call: { family: CallFamily; outcome: ProviderOutcome; seconds: number }): void;
+  (call: { account?: string; family: CallFamily; outcome: ProviderOutcome; seconds: number }): void;
 }
 
 export type NotificationResult = 'sent' | 'retried' | 'failed';
@@ -94,8 +94,7 @@ export class WorkerMetrics implements NotificationObserver {
 
   private readonly now: () => number;
 
-  readonly providerCall: ProviderCallObserver = ({ family, outcome, seconds }) => {
-    const account = metricsAccount();
+  readonly providerCall: ProviderCallObserver = ({ account = metricsAccount(), family, outcome, seconds }) => {
     this.calls.labels(account, family, outcome).inc();
     this.callSeconds.labels(account, family, outcome).observe(seconds);
   };

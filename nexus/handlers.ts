@@ -27,7 +27,7 @@ import { describeIssues, fieldIssues } from '../provider/validation';
 import { deliveryStartOptions } from '../workflows/start-options';
 import type { delivery, quoteOnly } from '../workflows/delivery';
 import { DeliveryReferenceInputSchema, RejectQuoteInputSchema, UpdateDeliveryInputSchema } from './schemas';
-import { deliveriesService, type CreateDeliveryInput } from './service';
+import { deliveriesService, type CreateDeliveryInput, type DeliveryReferenceInput } from './service';
 
 /** The failure type of a createDelivery whose reference was used already (a reference is used once, ever). */
 export const DELIVERY_ALREADY_STARTED = 'DeliveryAlreadyStarted';
@@ -54,8 +54,8 @@ export const DELIVERY_ENDED = 'DeliveryEnded';
  * workflow has ended (updates and cancellation need a running one) fails the operation with
  * DeliveryEnded; a refused update fails it with the workflow's failure as cause.
  */
-async function onDelivery<T>(reference: string, fn: (h: WorkflowHandle) => Promise<T>): Promise<T> {
-  const handle = getClient().workflow.getHandle(deliveryWorkflowId(reference));
+async function onDelivery<T>({ reference, account }: DeliveryReferenceInput, fn: (h: WorkflowHandle) => Promise<T>): Promise<T> {
+  const handle = getClient().workflow.getHandle(deliveryWorkflowId(reference, account));
   try {
     return await fn(handle);
   } catch (err) {
@@ -108,7 +108,7 @@ export const deliveriesServiceHandler = nexus.serviceHandler(deliveriesService, 
       return await startWorkflow<typeof delivery>(ctx, 'delivery', deliveryStartOptions(input));
     } catch (err) {
       if (err instanceof WorkflowExecutionAlreadyStartedError) {
-        const cause = ApplicationFailure.create({ type: DELIVERY_ALREADY_STARTED, message: `a delivery with reference ${input.reference} exists already: a reference is used once`, nonRetryable: true });
+        const cause = ApplicationFailure.create({ type: DELIVERY_ALREADY_STARTED, message: `a delivery with reference ${input.reference} exists already${input.account ? ` in account ${input.account}` : ''}: a reference is used once`, nonRetryable: true });
         throw new nexus.OperationError('failed', cause.message, { cause });
       }
       throw err;
@@ -116,28 +116,25 @@ export const deliveriesServiceHandler = nexus.serviceHandler(deliveriesService, 
   }),
 
   async status(_ctx, input) {
-    const { reference } = parse(DeliveryReferenceInputSchema, input);
-    return onDelivery(reference, (h) => h.query(statusQuery));
+    return onDelivery(parse(DeliveryReferenceInputSchema, input), (h) => h.query(statusQuery));
   },
 
   async approveQuote(_ctx, input) {
-    const { reference } = parse(DeliveryReferenceInputSchema, input);
-    return onDelivery(reference, (h) => h.executeUpdate(approveQuoteUpdate));
+    return onDelivery(parse(DeliveryReferenceInputSchema, input), (h) => h.executeUpdate(approveQuoteUpdate));
   },
 
   async rejectQuote(_ctx, input) {
-    const { reference, reason } = parse(RejectQuoteInputSchema, input);
-    return onDelivery(reference, (h) => h.executeUpdate(rejectQuoteUpdate, { args: [reason ?? 'rejected'] }));
+    const { reason, ...ref } = parse(RejectQuoteInputSchema, input);
+    return onDelivery(ref, (h) => h.executeUpdate(rejectQuoteUpdate, { args: [reason ?? 'rejected'] }));
   },
 
   async updateDelivery(_ctx, input) {
-    const { reference, update } = parse(UpdateDeliveryInputSchema, input);
-    return onDelivery(reference, (h) => h.executeUpdate(updateDeliveryUpdate, { args: [update] }));
+    const { update, ...ref } = parse(UpdateDeliveryInputSchema, input);
+    return onDelivery(ref, (h) => h.executeUpdate(updateDeliveryUpdate, { args: [update] }));
   },
 
   async cancel(_ctx, input): Promise<DeliveryState> {
-    const { reference } = parse(DeliveryReferenceInputSchema, input);
-    return onDelivery(reference, async (h) => {
+    return onDelivery(parse(DeliveryReferenceInputSchema, input), async (h) => {
       await h.cancel();
       return h.query(statusQuery);
     });

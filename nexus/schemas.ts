@@ -5,19 +5,21 @@
  * others return DeliveryState as the query and the updates do. Not for workflow code (zod).
  */
 import { z } from 'zod';
+import { ACCOUNT_ID, ACCOUNT_ID_RULE } from '../contract/accounts';
 import { ReferenceNumber, UpdateDeliveryRequestSchema } from '../provider/schemas';
 import { RejectReasonSchema, workflowContractRegistry } from '../contract/schemas';
 import { DELIVERIES_SERVICE, type DeliveryReferenceInput, type RejectQuoteInput, type UpdateDeliveryInput } from './service';
 
-const reference = ReferenceNumber.meta({ description: 'The reference the delivery was created with (its workflow is `delivery:<reference>`).' });
+const reference = ReferenceNumber.meta({ description: 'The reference the delivery was created with (its workflow is `delivery:<reference>`, or `delivery@<account>:<reference>` for an account other than `default`).' });
+const account = z.string().regex(ACCOUNT_ID, { message: ACCOUNT_ID_RULE }).optional().meta({ description: 'The courier account the delivery was created in. Default `default`.' });
 
-export const DeliveryReferenceInputSchema = z.object({ reference }).strict();
+export const DeliveryReferenceInputSchema = z.object({ reference, account }).strict();
 workflowContractRegistry.add(DeliveryReferenceInputSchema, { id: 'NexusDeliveryReference', description: 'The input of the Nexus operations status, approveQuote and cancel.' });
 
-export const RejectQuoteInputSchema = z.object({ reference, reason: RejectReasonSchema.optional() }).strict();
+export const RejectQuoteInputSchema = z.object({ reference, account, reason: RejectReasonSchema.optional() }).strict();
 workflowContractRegistry.add(RejectQuoteInputSchema, { id: 'NexusRejectQuoteInput', description: 'The input of the Nexus operation rejectQuote; reason defaults to "rejected".' });
 
-export const UpdateDeliveryInputSchema = z.object({ reference, update: UpdateDeliveryRequestSchema }).strict();
+export const UpdateDeliveryInputSchema = z.object({ reference, account, update: UpdateDeliveryRequestSchema }).strict();
 workflowContractRegistry.add(UpdateDeliveryInputSchema, { id: 'NexusUpdateDeliveryInput', description: 'The input of the Nexus operation updateDelivery.' });
 
 type Json = Record<string, unknown>;
@@ -35,7 +37,7 @@ export function nexusServiceDocument(ref: (id: string) => Json): Json {
     operations: {
       quote: sync(ref('DeliveryOrder'), ref('CarriedQuote'), 'a price for the order through the same paced path as a delivery\'s quote; creates nothing; pass it as createDelivery\'s quote (no fingerprint, so not carried, when the worker paces by task queue instead of the gate)'),
       createDelivery: {
-        kind: 'asynchronous (backed by the workflow `delivery:<reference>`)',
+        kind: 'asynchronous (backed by the workflow `delivery:<reference>`, or `delivery@<account>:<reference>` for an account other than `default`)',
         input: ref('DeliveryWorkflowInput'),
         output: ref('DeliveryState'),
         does: 'starts the delivery workflow; the result is the delivery\'s final state once it ends. Cancelling the operation cancels the workflow: nothing created, cancelled at the provider, or the provider\'s refusal recorded and the delivery followed to its end. A reference already used fails the operation with DeliveryAlreadyStarted.',

@@ -22,6 +22,8 @@ export type CreateDeliveryInput = Omit<DeliveryWorkflowInput, 'resume'>;
 /** Names the delivery of the other operations. */
 export interface DeliveryReferenceInput {
   reference: string;
+  /** The courier account the delivery belongs to; absent: `default`. */
+  account?: string;
 }
 
 export interface RejectQuoteInput extends DeliveryReferenceInput {
@@ -43,7 +45,7 @@ export const deliveriesService = nexus.service(DELIVERIES_SERVICE, {
   /** Synchronous: a price for the order, through the same paced path as a delivery's quote; creates nothing. */
   quote: nexus.operation<DeliveryOrder, QuoteOutput>(),
   /**
-   * Asynchronous: starts the delivery workflow `delivery:<reference>`; its result is the
+   * Asynchronous: starts the delivery workflow (`delivery:<reference>`, or `delivery@<account>:<reference>`); its result is the
    * DeliveryResult once the delivery ends. Cancelling the operation cancels the delivery, with the
    * workflow's guarantees (nothing created, cancelled at the provider, or the refusal recorded).
    */

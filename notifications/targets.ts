@@ -5,8 +5,9 @@
  * rotation without a restart), or from a NotifyConfig (DELIVERY_NOTIFY_*), which is the `default`
  * account's alone.
  *
- * The account of a delivery is the one its workflow ID names (contract/workflow-ids.ts): the
- * activities read it from their context, so no workflow input or history changes for it.
+ * The notify activity takes the delivery's account from its workflow ID (contract/workflow-ids.ts),
+ * read from the activity's context, so its input and the history do not change; the start check
+ * takes it from the start input it checks.
  */
 import { Context } from '@temporalio/activity';
 import type { AccountRegistry } from '../accounts/registry';

@@ -75,13 +75,21 @@ export interface CreatedDelivery {
 
 export type ProviderClientOptions = Pick<ProviderConfig, 'baseUrl'> &
   Partial<Pick<ProviderConfig, 'timeoutMs' | 'connections'>> & {
-    /** The key, or how to read it at each call (a registry account's: a rotated key is used from the next call). */
+    /** The key, or a getter read at each call: a rotated key is used from the next call (accounts/registry.ts). */
     apiKey: string | (() => string);
     /** Retry-After is capped where it is parsed, so every consumer waits at most this (provider/errors.ts). */
     retryAfterCap?: RetryAfterCap;
     /** Told of every call's outcome and duration (the worker's metrics, metrics/worker-metrics.ts). */
     onCall?: (call: { family: CallFamily; status: number | 'timeout' | 'network'; seconds: number }) => void;
+    /**
+     * A connection pool shared with other clients for the same origin (accounts on one courier
+     * host: accounts/provider-clients.ts); close() leaves it open. Absent: a pool of its own.
+     */
+    dispatcher?: Dispatcher;
   };
+
+/** Keys a client remembers to scrub from what it throws: the current one and a few it used before a rotation. */
+const SCRUBBED_KEYS = 4;
 
 const DEFAULT_RETRY_AFTER_MS = 1_000;
 
@@ -91,6 +99,9 @@ export class ProviderClient {
   private readonly origin: string;
   private readonly server: URL;
   private readonly apiKey: () => string;
+  /** The keys this client sent, newest last: scrubbed from every text it throws, even after a rotation. */
+  private readonly sentKeys: string[] = [];
+  private readonly ownsPool: boolean;
   private readonly timeoutMs: number;
   private readonly retryAfterCap: RetryAfterCap | undefined;
   private readonly onCall: ProviderClientOptions['onCall'];
@@ -105,12 +116,8 @@ export class ProviderClient {
     const key = options.apiKey;
     this.apiKey = typeof key === 'string' ? () => key : key;
     this.timeoutMs = options.timeoutMs ?? 10_000;
-    this.pool = new Pool(this.origin, {
-      connections: options.connections ?? 16,
-      keepAliveTimeout: 30_000,
-      headersTimeout: this.timeoutMs,
-      bodyTimeout: this.timeoutMs,
-    });
+    this.ownsPool = options.dispatcher === undefined;
+    this.pool = options.dispatcher ?? providerPool(this.origin, { connections: options.connections, timeoutMs: this.timeoutMs });
   }
 
   /** The base URL this client talks to (never the key). */
@@ -180,7 +187,19 @@ export class ProviderClient {
   }
 
   async close(): Promise<void> {
-    await this.pool.close();
+    if (this.ownsPool) await this.pool.close();
+  }
+
+  /** The key for this call, remembered for scrubbing. */
+  private keyForCall(): string {
+    const key = this.apiKey();
+    if (this.sentKeys.at(-1) !== key) {
+      const at = this.sentKeys.indexOf(key);
+      if (at >= 0) this.sentKeys.splice(at, 1);
+      this.sentKeys.push(key);
+      if (this.sentKeys.length > SCRUBBED_KEYS) this.sentKeys.shift();
+    }
+    return key;
   }
 
   /** One call: timed and counted by family and outcome when `onCall` is given, and a span of the caller's trace when tracing is on (its `traceparent` goes to the provider). */
@@ -190,7 +209,7 @@ export class ProviderClient {
     options: { body?: unknown; headers?: Record<string, string>; signal?: AbortSignal },
     family: CallFamily = 'other',
   ): Promise<{ status: number; body: unknown }> {
-    const headers: Record<string, string> = { authorization: `Bearer ${this.apiKey()}`, accept: 'application/json', ...options.headers };
+    const headers: Record<string, string> = { authorization: `Bearer ${this.keyForCall()}`, accept: 'application/json', ...options.headers };
     const traced = () => httpClientSpan(method, path, this.server, headers, (h) => this.send(method, path, { ...options, headers: h }));
     if (!this.onCall) return traced();
     const started = performance.now();
@@ -276,17 +295,17 @@ export class ProviderClient {
 
   /** Belt and braces: no text we throw may contain the key, whatever the provider echoes. */
   private scrub(text: string): string {
-    let key = '';
-    try {
-      key = this.apiKey();
-    } catch {
-      // No key to read now: nothing of it can be in the text either.
-    }
-    return key ? text.split(key).join('[redacted]') : text;
+    return this.sentKeys.reduce((t, key) => (key ? t.split(key).join('[redacted]') : t), text);
   }
   private scrubCause(err: unknown): unknown {
     return err instanceof Error ? new Error(this.scrub(err.message)) : undefined;
   }
+}
+
+/** The keep-alive pool of one courier origin: one per client, or one shared by every account on that host. */
+export function providerPool(origin: string, o: { connections?: number; timeoutMs?: number } = {}): Dispatcher {
+  const timeoutMs = o.timeoutMs ?? 10_000;
+  return new Pool(origin, { connections: o.connections ?? 16, keepAliveTimeout: 30_000, headersTimeout: timeoutMs, bodyTimeout: timeoutMs });
 }
 
 /**

@@ -37,9 +37,12 @@ export interface DevServer {
  * docker-compose (test/unit/docker-compose.test.ts keeps them in step):
  * - one partition per task queue, so a queue's server-side rate limit is enforced in one place;
  * - the priority matcher, so food deliveries' tasks go first when a queue backs up
- *   (contract/priorities.ts, deliveryPriority).
+ *   (contract/priorities.ts, deliveryPriority);
+ * - fairness (server 1.29 has it behind this setting; without it a fairness key is ignored and
+ *   dispatch within one priority is first come, first served), so each courier account's calls
+ *   get their turn on the shared queues (contract/priorities.ts, accountPriority).
  */
-export const DEV_SERVER_DYNAMIC_CONFIG = ['matching.numTaskqueueReadPartitions=1', 'matching.numTaskqueueWritePartitions=1', 'matching.useNewMatcher=true'] as const;
+export const DEV_SERVER_DYNAMIC_CONFIG = ['matching.numTaskqueueReadPartitions=1', 'matching.numTaskqueueWritePartitions=1', 'matching.useNewMatcher=true', 'matching.enableFairness=true'] as const;
 
 /** The flags that make the dev server match what the project needs. */
 export function devServerArgs(o: { port: number; uiPort?: number; dbFilename?: string; namespace: string }): string[] {

@@ -10,7 +10,8 @@ import { ExpectedNoticesAtDebug } from './logging';
 import { dataConverterFromEnv } from '../temporal/payload-codec';
 import { temporalSettingsFromEnv } from '../temporal/connection';
 import { createProviderActivities } from '../activities/provider-activities';
-import { ProviderClient } from '../provider/client';
+import { accountRegistryFromEnv } from '../accounts/registry';
+import { providerClientsFor } from '../accounts/provider-clients';
 import { providerConfigFromEnv } from '../provider/config';
 import { parseEnv } from '../provider/validation';
 import { z } from 'zod';
@@ -68,9 +69,17 @@ async function main(): Promise<void> {
   const provider = providerConfigFromEnv();
   const notify = notifyConfigFromEnv();
   const metrics = new WorkerMetrics({ endpoints: [...notify.endpoints.keys()] });
-  const client = new ProviderClient({
-    ...provider,
-    onCall: ({ family, status, seconds }) => metrics.providerCall({ family, outcome: providerOutcome(status), seconds }),
+  // Every courier account this worker serves (DELIVERY_ACCOUNTS_FILE; none: the environment's one
+  // account, `default`). An invalid registry stops the start, naming the account and field.
+  const accounts = accountRegistryFromEnv();
+  accounts.onChange((change) => {
+    const line = change instanceof Error ? { level: 'ERROR', msg: 'account registry change refused; the last valid registry stays', error: change.message } : { level: 'INFO', msg: 'account registry reloaded', ...change };
+    process.stdout.write(JSON.stringify({ time: new Date().toISOString(), ...line }) + '\n');
+  });
+  const clients = providerClientsFor(accounts, {
+    timeoutMs: provider.timeoutMs,
+    connections: provider.connections,
+    onCall: ({ account, family, status, seconds }) => metrics.providerCall({ account, family, outcome: providerOutcome(status), seconds }),
     // A Retry-After over the cap is cut to it where it is parsed: say so, and count it.
     retryAfterCap: {
       maxMs: provider.retryAfterCapMs,
@@ -90,7 +99,8 @@ async function main(): Promise<void> {
     connection,
     namespace: temporal.namespace,
     taskQueue: temporal.taskQueue,
-    activities: createProviderActivities(client, { httpTimeoutMs: provider.timeoutMs }),
+    activities: createProviderActivities((account) => clients.forAccount(account), { httpTimeoutMs: provider.timeoutMs }),
+    accounts,
     // The worker's own calls (the gate's start, requests and answers) share the native connection:
     // its transport runs off the JavaScript thread, which the workflow tasks keep busy.
     client: temporalClient,
@@ -119,7 +129,7 @@ async function main(): Promise<void> {
   });
   if (routed) console.log(`worker: ${routed}`);
   console.log(
-    `worker: task queue ${temporal.taskQueue} on ${temporal.address} (namespace ${temporal.namespace}), provider ${client.baseUrl}` +
+    `worker: task queue ${temporal.taskQueue} on ${temporal.address} (namespace ${temporal.namespace}), ${accounts.size} courier account(s) from ${accounts.source}` +
       `, version ${versionLabel(deployment)}` +
       `, pacing by ${pacing.pacing} (creations ${pacing.limits.creations.limit}/${pacing.limits.creations.windowMs / 1000} s, quotes ${pacing.limits.quotes.limit}/${pacing.limits.quotes.windowMs / 1000} s)` +
       `, notification endpoints: ${describeEndpoints(notify)}` +
@@ -129,8 +139,9 @@ async function main(): Promise<void> {
   );
   await running;
   await ownMetrics?.close();
+  accounts.close();
   await connection.close();
-  await client.close();
+  await clients.close();
   await tracing?.shutdown();
 }
 

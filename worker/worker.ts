@@ -12,7 +12,8 @@ import type { DataConverter } from '@temporalio/common';
 import { FAILURE_CONVERTER_PATH } from '../temporal/payload-codec';
 import { bundleWorkflowCode, Worker, type NativeConnection, type WorkflowBundle, type WorkflowBundleOption } from '@temporalio/worker';
 import type { Client } from '@temporalio/client';
-import { createGateActivities, startGate } from '../activities/gate-activities';
+import { configureGate, createGateActivities, startGate } from '../activities/gate-activities';
+import { DEFAULT_ACCOUNT } from '../contract/accounts';
 import type { ProviderActivities } from '../activities/provider-activities';
 import { createStartCheckActivities } from '../activities/start-checks';
 import { createNotifyActivities } from '../activities/notify-activities';
@@ -27,6 +28,7 @@ import type { WorkerMetrics } from '../metrics/worker-metrics';
 import type { Tracing } from '../tracing/install';
 import { bundleIsTraced, tracedWorkerOptions, WORKFLOW_TRACING_MODULE } from '../tracing/worker';
 import { readFileSync } from 'node:fs';
+import type { AccountRegistry } from '../accounts/registry';
 
 export interface DeliveryWorkerOptions {
   connection: NativeConnection;
@@ -53,6 +55,8 @@ export interface DeliveryWorkerOptions {
   stickyQueueTimeoutMs?: number;
   /** Payload encryption (temporal/payload-codec.ts); the same codec as every client's. */
   dataConverter?: DataConverter;
+  /** The courier accounts served (accounts/registry.ts); absent: the start check lets any account through (tests without a registry). */
+  accounts?: AccountRegistry;
   /** The notification endpoints (notifications/config.ts); none by default. */
   notify?: NotifyConfig;
   /**
@@ -103,14 +107,14 @@ export async function createDeliveryWorkers(o: DeliveryWorkerOptions): Promise<D
 
   const notify: NotifyConfig = o.notify ?? { endpoints: new Map(), retryScheduleMs: DEFAULT_RETRY_SCHEDULE };
   const workflowBundle = await workflowBundleFor(o.workflowBundle, o.tracing !== undefined);
-  const gateActivities = createGateActivities({ client: o.client, settings: pacing, onDeliveryStarted: o.metrics && (() => o.metrics!.deliveryStarted()) });
+  const gateActivities = createGateActivities({ client: o.client, settings: pacing, accounts: o.accounts, onDeliveryStarted: o.metrics && (() => o.metrics!.deliveryStarted()) });
   const workflowWorker = await Worker.create({
     ...base,
     ...withWorkflows,
     ...versioned('PINNED'),
     taskQueue: o.taskQueue,
     workflowBundle,
-    activities: { ...gateActivities, ...createStartCheckActivities(new Set(notify.endpoints.keys())) },
+    activities: { ...gateActivities, ...createStartCheckActivities(new Set(notify.endpoints.keys()), o.accounts) },
     nexusServices: [deliveriesServiceHandler], // the Nexus service `deliveries` (nexus/handlers.ts)
     maxCachedWorkflows: o.maxCachedWorkflows,
     maxConcurrentWorkflowTaskExecutions: o.maxConcurrentWorkflowTasks ?? DEFAULT_MAX_CONCURRENT_WORKFLOW_TASKS,
@@ -150,9 +154,23 @@ export async function createDeliveryWorkers(o: DeliveryWorkerOptions): Promise<D
     maxConcurrentActivityTaskExecutions: o.maxConcurrentActivities ?? 200,
   });
   const workers = [workflowWorker, gateWorker, ...activityWorkers, notifyWorker];
-  if (pacing.pacing === 'gate') await startGate(o.client, o.taskQueue, pacing);
+  let stopReconfiguring = () => undefined as void;
+  if (pacing.pacing === 'gate') {
+    // The default account's gate warm at once, as before accounts; every other account's gate starts on its first ask.
+    const warm = o.accounts ? o.accounts.get(DEFAULT_ACCOUNT) : { limits: pacing.limits };
+    if (warm) await startGate(o.client, o.taskQueue, pacing, DEFAULT_ACCOUNT, { ...pacing.limits, ...warm.limits });
+    // An account whose limits changed in the registry: its running gate takes them now (an idle one, at its next start).
+    stopReconfiguring = o.accounts?.onChange((change) => {
+      if (change instanceof Error) return;
+      for (const id of change.changed) {
+        const account = o.accounts!.get(id);
+        if (account) configureGate(o.client, o.taskQueue, pacing, id, { ...pacing.limits, ...account.limits }).catch((err: Error) => console.error(`worker: could not reconfigure the pacing gate of account ${id}: ${err.message}`));
+      }
+    }) ?? stopReconfiguring;
+  }
 
   const shutdown = () => {
+    stopReconfiguring();
     for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
   };
   const run = async () => {

@@ -42,7 +42,8 @@ import { DeliveryTracker, type TrackedChange } from './state';
 import { Notifier } from './notifier';
 import type { NotificationType } from '../contract/notification-types';
 import type { NotificationChange } from '../contract/delivery-types';
-import { deliveryPriority } from '../contract/priorities';
+import { accountPriority } from '../contract/priorities';
+import { DEFAULT_ACCOUNT } from '../contract/accounts';
 import { providerTaskQueues } from '../contract/task-queues';
 import { GateCalls } from './gate';
 import type { PacingSettings } from '../contract/gate-messages';
@@ -72,10 +73,14 @@ const providerCall: ActivityOptions = {
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute', nonRetryableErrorTypes: NON_RETRYABLE_PROVIDER_FAILURES },
 };
 
-/** Food first for every provider call as well (task-queue pacing, updates, reads): the delivery's Temporal priority. */
-function providerActivities(food: boolean) {
+/**
+ * Food first for every provider call as well (task-queue pacing, updates, reads): the delivery's
+ * Temporal priority; within it, the account is the fairness key, so one account's backlog on a
+ * shared queue does not starve another's calls (a server without fairness ignores the key).
+ */
+function providerActivities(food: boolean, account: string) {
   const queues = providerTaskQueues(workflowInfo().taskQueue);
-  const options = (family: CallFamily): ActivityOptions => ({ ...providerCall, taskQueue: queues[family], priority: deliveryPriority(food) });
+  const options = (family: CallFamily): ActivityOptions => ({ ...providerCall, taskQueue: queues[family], priority: accountPriority(food, account) });
   return {
     quotes: proxyActivities<ProviderActivities>(options('quotes')),
     creations: proxyActivities<ProviderActivities>(options('creations')),
@@ -87,16 +92,20 @@ function providerActivities(food: boolean) {
   };
 }
 
-/** The worker's pacing settings, recorded once in the history (configuration stays out of workflow inputs). */
-const pacingSettings = () => proxyLocalActivities<GateActivities>({ startToCloseTimeout: '10 seconds' }).pacingSettings();
+/** The worker's pacing settings, recorded once in the history (configuration stays out of workflow inputs); `account`: for a workflow whose ID names none. */
+const pacingSettings = (account?: string) => {
+  const local = proxyLocalActivities<GateActivities>({ startToCloseTimeout: '10 seconds' });
+  return account === undefined ? local.pacingSettings() : local.pacingSettings({ account });
+};
 
-/** A quote without a delivery: the same paced path as the delivery workflow's quote. */
-export async function quoteOnly(order: CreateDeliveryRequest): Promise<Quote | CarriedQuote> {
-  const act = providerActivities(order.is_food);
-  const pacing = await pacingSettings();
-  if (pacing.pacing !== 'gate') return act.quotes.quoteDelivery.executeWithOptions(act.labelled('quotes', `quote ${order.destinations.length} stop(s)`), [order]);
+/** A quote without a delivery: the same paced path (the account's gate) as the delivery workflow's quote. */
+export async function quoteOnly(order: CreateDeliveryRequest, o: { account?: string } = {}): Promise<Quote | CarriedQuote> {
+  const account = o.account ?? DEFAULT_ACCOUNT;
+  const act = providerActivities(order.is_food, account);
+  const pacing = await pacingSettings(o.account);
+  if (pacing.pacing !== 'gate') return act.quotes.quoteDelivery.executeWithOptions(act.labelled('quotes', `quote ${order.destinations.length} stop(s)`), o.account === undefined ? [order] : [order, { account }]);
   const fingerprint = quoteFingerprint(order);
-  const { quote } = await new GateCalls(pacing).call('quotes', order, { food: order.is_food, fingerprint });
+  const { quote } = await new GateCalls(pacing, undefined, o.account).call('quotes', order, { food: order.is_food, fingerprint });
   return { ...quote, fingerprint };
 }
 
@@ -113,7 +122,7 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
   /** Tells the order system of a change (once the start is checked: nothing is told of a refused start). */
   const tell = (type: NotificationType, change: NotificationChange, entry: TimelineEntry, result?: DeliveryResult) => notifier.outbox.add(type, change, state, entry, result);
   tracker.onChange = (c) => tellChange(c);
-  const act = providerActivities(input.order.is_food === true);
+  const act = providerActivities(input.order.is_food === true, input.account ?? DEFAULT_ACCOUNT);
   const request = { ...input.order, reference_number: input.reference };
   const pending: StatusChange[] = [];
   const followUp: FollowUpSettings = { ...DEFAULT_FOLLOW_UP, ...input.followUp };

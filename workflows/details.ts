@@ -4,12 +4,14 @@
  * addresses, only ids, statuses, time windows and tracking links.
  */
 import { formatMoney } from '../provider/money';
+import { DEFAULT_ACCOUNT } from '../contract/accounts';
 import type { DeliveryState, DeliveryWorkflowInput } from '../contract/delivery-types';
 
-/** "3 stops · food · ref A-1042" */
-export function deliverySummary(input: Pick<DeliveryWorkflowInput, 'reference' | 'order'>): string {
+/** "3 stops · food · ref A-1042 · account shop-7" (the `default` account is not named, as before accounts). */
+export function deliverySummary(input: Pick<DeliveryWorkflowInput, 'reference' | 'order' | 'account'>): string {
   const n = input.order.destinations.length;
-  return [`${n} ${n === 1 ? 'stop' : 'stops'}`, input.order.is_food ? 'food' : undefined, `ref ${input.reference}`].filter(Boolean).join(' · ');
+  const account = input.account !== undefined && input.account !== DEFAULT_ACCOUNT ? `account ${input.account}` : undefined;
+  return [`${n} ${n === 1 ? 'stop' : 'stops'}`, input.order.is_food ? 'food' : undefined, `ref ${input.reference}`, account].filter(Boolean).join(' · ');
 }
 
 function cell(text: string): string {

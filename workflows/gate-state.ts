@@ -17,6 +17,7 @@ export type Addressed = { to: string; answer: GateAnswer };
 export type Outcome =
   | { kind: 'answered'; quote?: Quote; answer: GateAnswer; afterCallMs?: number } // any answer from the provider but a 429 or a 5xx; `afterCallMs`: the activity ran on this long after it
   | { kind: 'rate_limited'; retryAfterMs: number } // not counted by the provider
+  | { kind: 'unauthorized' } // a 401: the account's key is revoked or wrong; its calls pause, probing
   | { kind: 'not_made' } // certainly never sent (the slot was missed)
   | { kind: 'unavailable' | 'unreachable' | 'unclear' }; // a 5xx, no answer, or a worker that died mid-call
 
@@ -29,7 +30,16 @@ export interface GateSnapshot {
   quotes: { fingerprint: string; quote: Quote }[];
   counts: { calls: number; shared: number; retried: number };
   answered: string[]; // the latest requests answered: a request sent again (its local activity retried) is not made again
+  /** Since when the courier refuses the account's key (a 401): every call waits, one probe per UNAUTHORIZED_PROBE_MS, until one is answered. Absent in gates before it. */
+  unauthorizedSince?: number;
 }
+
+/**
+ * While the courier refuses the account's key, one call (a real one, of the first order waiting)
+ * goes out this often: a corrected key (read from the registry at each call) is noticed within
+ * this long, and a revoked one costs one refused call per period, never a storm.
+ */
+export const UNAUTHORIZED_PROBE_MS = 5_000;
 
 /** This many different orders failing in a row, with no answer between, mean an outage. */
 export const OUTAGE_AFTER = 3;
@@ -109,7 +119,7 @@ export class GateState {
   /** The calls to make now: every slot free now or within the lead time goes to the first eligible request. */
   take(now: number): Call[] {
     const out: Call[] = [];
-    const probing = this.s.outage.failing.length >= OUTAGE_AFTER;
+    const probing = this.s.outage.failing.length >= OUTAGE_AFTER || this.s.unauthorizedSince !== undefined;
     if (probing && (now < this.s.outage.until || this.inFlight.size > 0)) return out;
     for (const family of GATED_FAMILIES) {
       const busy = this.s.busyUntil[family];
@@ -150,6 +160,7 @@ export class GateState {
       case 'answered': {
         o.failing = [];
         o.probes = 0;
+        delete this.s.unauthorizedSince; // the key is accepted (again)
         const quote = outcome.quote;
         // A withdrawn order hears of its quote, and is never created.
         const answer = quote && !call.withdrawn ? this.quoteAnswer(req, quote, false, now) : outcome.answer;
@@ -165,6 +176,11 @@ export class GateState {
       }
       case 'rate_limited':
         this.s.pausedUntil[family] = Math.max(this.s.pausedUntil[family], now + outcome.retryAfterMs);
+        return again(req);
+      case 'unauthorized':
+        // The key is the account's, for every family: all of them wait; the order keeps its place.
+        this.s.unauthorizedSince ??= now;
+        for (const f of GATED_FAMILIES) this.s.pausedUntil[f] = Math.max(this.s.pausedUntil[f], now + UNAUTHORIZED_PROBE_MS);
         return again(req);
       case 'not_made':
         return again(req);

@@ -31,19 +31,23 @@
  * delivery up by reference before creating (Idempotency-Key = the delivery's workflow ID).
  * `PROVIDER_PACING=task-queue` uses Temporal's task-queue rate limit instead (the comparison).
  */
-import { ActivityFailure, ApplicationFailure, CancellationScope, condition, continueAsNew, isCancellation, patched, proxyActivities, proxyLocalActivities, setCurrentDetails, setHandler, TimeoutFailure, workflowInfo } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, CancellationScope, condition, continueAsNew, isCancellation, log, metricMeter, patched, proxyActivities, proxyLocalActivities, setCurrentDetails, setHandler, TimeoutFailure, workflowInfo } from '@temporalio/workflow';
 import type { GateActivities } from '../activities/gate-activities';
 import type { ProviderActivities } from '../activities/provider-activities';
 import type { CreateDeliveryRequest, DeliveryRecord, Quote } from '../provider/schemas';
 import { NON_RETRYABLE_PROVIDER_FAILURES, PROVIDER_FAILURE_TYPES } from '../contract/failures';
 import { SLOT_MISSED, gateAnswerSignal, gateConfigureSignal, gateRequestSignal, gateStatusQuery, gateWithdrawSignal, type GateAnswer, type GateConfig, type GatedFamily, type GateRequest } from '../contract/gate-messages';
-import { GateState, type Addressed, type Call, type GateSnapshot, type Outcome } from './gate-state';
-import { deliveryPriority } from '../contract/priorities';
+import { GateState, UNAUTHORIZED_PROBE_MS, type Addressed, type Call, type GateSnapshot, type Outcome } from './gate-state';
+import { accountPriority } from '../contract/priorities';
+import { DEFAULT_ACCOUNT } from '../contract/accounts';
+import { parseGateWorkflowId } from '../contract/workflow-ids';
 import { providerTaskQueues } from '../contract/task-queues';
 import { inTraceOf } from './trace-context';
 
 /** The gate upgrades in place: its runs that answered both the quote and the creation before keep doing so on replay. */
 const ONE_ANSWER_PATCH = 'gate-one-answer-for-quote-and-creation';
+/** The gate upgrades in place: a run that answered a 401 as the order's failure before keeps doing so on replay. */
+const PAUSE_ON_UNAUTHORIZED_PATCH = 'gate-pause-account-on-unauthorized';
 /** How long an activity task may wait for a worker beyond its delay before the server drops it. */
 export const START_SLACK_MS = 5_000;
 const local = proxyLocalActivities<GateActivities>({ startToCloseTimeout: '10 seconds' });
@@ -58,6 +62,8 @@ const { answerDeliveries } = proxyActivities<GateActivities>({ startToCloseTimeo
 export async function pacingGate(input: { taskQueue: string; config: GateConfig; resume?: GateSnapshot }): Promise<never> {
   // A run that answered quotes asked with `answerOnce` before this code existed goes on doing so.
   const gate = new GateState(input.resume ?? GateState.empty(input.config).s, () => patched(ONE_ANSWER_PATCH));
+  // One gate per account (contract/workflow-ids.ts): its calls carry the account as their fairness key.
+  const account = parseGateWorkflowId(workflowInfo().workflowId, input.taskQueue) ?? DEFAULT_ACCOUNT;
   const outbox: Addressed[] = [];
   const inFlight = new Set<Promise<void>>();
   let changed = true;
@@ -69,6 +75,16 @@ export async function pacingGate(input: { taskQueue: string; config: GateConfig;
   const track = (p: Promise<unknown>) => {
     const t: Promise<void> = p.then(() => void inFlight.delete(t));
     inFlight.add(t);
+  };
+  // One log line and one count when the courier starts refusing the account's key, one line when it accepts it again.
+  let pausedSince = gate.s.unauthorizedSince;
+  const tellPause = () => {
+    const since = gate.s.unauthorizedSince;
+    if (since !== undefined && pausedSince === undefined) {
+      log.warn('courier account paused: the courier refused its API key (401); its deliveries wait, one probe call per period', { account, probeMs: UNAUTHORIZED_PROBE_MS });
+      metricMeter.createCounter('delivery_account_unauthorized', 'pauses', 'Times a courier account was paused because the courier refused its API key (401).').add(1, { account });
+    } else if (since === undefined && pausedSince !== undefined) log.info('courier account resumed: its API key is accepted again', { account, pausedMs: Date.now() - pausedSince });
+    pausedSince = since;
   };
   setHandler(gateRequestSignal, (requests) => requests.forEach((r) => post(r.from, gate.request(r, Date.now()))));
   setHandler(gateWithdrawSignal, (r) => post(r.from, gate.withdraw(r)));
@@ -82,7 +98,8 @@ export async function pacingGate(input: { taskQueue: string; config: GateConfig;
     else {
       for (const call of gate.take(Date.now())) {
         track(
-          inTraceOf(call.req.trace, `GateWait:${call.req.family}`, call.req.requestedAt, () => makeCall(input.taskQueue, gate, call)).then((answers) => {
+          inTraceOf(call.req.trace, `GateWait:${call.req.family}`, call.req.requestedAt, () => makeCall(input.taskQueue, account, gate, call)).then((answers) => {
+            tellPause();
             answers.forEach((a) => post(a.to, a.answer, a.told));
             changed = true; // the call's slot changed, answered or not
           }),
@@ -105,7 +122,7 @@ export async function pacingGate(input: { taskQueue: string; config: GateConfig;
 }
 
 /** One call in its slot: scheduled now, sent at `notBefore` at the earliest, never after its schedule-to-close timeout. `told`: its activity sent that answer already. */
-async function makeCall(taskQueue: string, gate: GateState, call: Call): Promise<(Addressed & { told?: boolean })[]> {
+async function makeCall(taskQueue: string, account: string, gate: GateState, call: Call): Promise<(Addressed & { told?: boolean })[]> {
   const { req } = call;
   const delayMs = Math.max(0, call.notBefore - Date.now());
   const act = proxyActivities<ProviderActivities>({
@@ -114,7 +131,7 @@ async function makeCall(taskQueue: string, gate: GateState, call: Call): Promise
     // Started by delay + slack at the latest, it then waits its delay and has the call's time.
     scheduleToCloseTimeout: 2 * delayMs + START_SLACK_MS + gate.s.config.callTimeoutMs,
     retry: { maximumAttempts: 1 }, // each attempt takes a slot of its own
-    priority: deliveryPriority(req.food),
+    priority: accountPriority(req.food, account),
     summary: `${req.family === 'quotes' ? 'quote' : 'create'} for ${req.from}${req.attempts ? `, attempt ${req.attempts + 1}` : ''}`,
   });
   const timing = { delayMs, sendWithinMs: delayMs + gate.s.config.callTimeoutMs };
@@ -139,6 +156,8 @@ async function makeCall(taskQueue: string, gate: GateState, call: Call): Promise
 
 function outcomeOf(err: unknown, n: number): Outcome {
   const cause = err instanceof ActivityFailure ? err.cause : err;
+  // A revoked or wrong key pauses the account's calls instead of failing its orders (patched: a run that failed them before replays so).
+  if (cause instanceof ApplicationFailure && cause.type === PROVIDER_FAILURE_TYPES.unauthorized && patched(PAUSE_ON_UNAUTHORIZED_PATCH)) return { kind: 'unauthorized' };
   if (cause instanceof TimeoutFailure) return { kind: cause.timeoutType === 'SCHEDULE_TO_START' ? 'not_made' : 'unclear' };
   if (!(cause instanceof ApplicationFailure)) return { kind: 'unclear' };
   const details = cause.details?.[0] as { status?: number; retryAfterMs?: number } | undefined;
@@ -157,9 +176,11 @@ export class GateCalls {
   private n = 0;
 
   /** `onQuoted`: the quote of a request asked with `create`, while the gate goes on to create. */
+  /** `account`: for a workflow whose ID names none (a quote without a delivery); a delivery's gate follows from its ID. */
   constructor(
     private readonly config: Pick<GateConfig, 'callTimeoutMs' | 'leadMs'>,
     onQuoted?: (quote: Quote, shared: boolean) => void,
+    private readonly account?: string,
   ) {
     // Keyed by number: a repeated answer is for a number already taken, and never read.
     setHandler(gateAnswerSignal, (a) => void ('creating' in a ? onQuoted?.(a.quote, a.shared) : this.answers.set(a.n, a)));
@@ -182,7 +203,7 @@ export class GateCalls {
       const n = ++this.n;
       let answer: GateAnswer | undefined;
       try {
-        await local.askGate({ taskQueue, request: { from, n, family: asking, food: o.food, requestedAt, order, ...(asking === 'quotes' && { fingerprint: o.fingerprint, create: o.create }), unclear }, notRun });
+        await local.askGate({ taskQueue, request: { from, n, family: asking, food: o.food, requestedAt, order, ...(asking === 'quotes' && { fingerprint: o.fingerprint, create: o.create }), unclear }, notRun, ...(this.account !== undefined && { account: this.account }) });
         await condition(() => this.answers.has(n));
         answer = this.answers.get(n)!;
       } catch (err) {
@@ -193,7 +214,7 @@ export class GateCalls {
           // activity's result can come in one activation with a signal that arrived after it, so
           // no command may depend on which of the two came first.
           const callEnded = mayCreate ? condition(() => this.answers.has(n), 2 * this.config.leadMs + START_SLACK_MS + this.config.callTimeoutMs + 60_000) : undefined;
-          await local.withdrawFromGate({ taskQueue, from, n });
+          await local.withdrawFromGate({ taskQueue, from, n, ...(this.account !== undefined && { account: this.account }) });
           await callEnded;
           return this.answers.get(n);
         });

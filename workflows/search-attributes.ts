@@ -13,7 +13,8 @@
 import type { SearchAttributeUpdatePair } from '@temporalio/common';
 import { upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { DeliveryWorkflowInput } from '../contract/delivery-types';
-import { DeliveryStatus, DestinationCount, IsFood, OrderReference, type StatusSearch } from '../contract/search-attributes';
+import { DEFAULT_ACCOUNT } from '../contract/accounts';
+import { DeliveryAccount, DeliveryStatus, DestinationCount, IsFood, OrderReference, type StatusSearch } from '../contract/search-attributes';
 
 export function batchedUpserts(): (pair: SearchAttributeUpdatePair) => void {
   const pending = new Map<string, SearchAttributeUpdatePair>();
@@ -36,9 +37,13 @@ export class DeliverySearch {
   private statusSet: string | undefined;
   private policy: StatusSearch = 'every';
 
-  constructor(private readonly input: Pick<DeliveryWorkflowInput, 'reference' | 'order'>) {
+  /** Set by the starter (an account other than `default`: workflows/start-options.ts). */
+  private readonly accountSet: boolean;
+
+  constructor(private readonly input: Pick<DeliveryWorkflowInput, 'reference' | 'order' | 'account'>) {
     const current = workflowInfo().typedSearchAttributes;
     this.orderSet = current.get(OrderReference) !== undefined;
+    this.accountSet = current.get(DeliveryAccount) !== undefined;
     this.statusSet = current.get(DeliveryStatus);
   }
 
@@ -75,5 +80,6 @@ export class DeliverySearch {
     this.upsert({ key: OrderReference, value: this.input.reference });
     this.upsert({ key: IsFood, value: this.input.order.is_food });
     this.upsert({ key: DestinationCount, value: this.input.order.destinations.length });
+    if (!this.accountSet) this.upsert({ key: DeliveryAccount, value: this.input.account ?? DEFAULT_ACCOUNT });
   }
 }

@@ -1,6 +1,7 @@
 /**
  * What the delivery workflow does first, whoever started it (the client library, the Temporal
- * CLI, a Go or Java order system): check its input and workflow ID. Within the first workflow
+ * CLI, a Go or Java order system): check its input, its account (one the worker's registry has)
+ * and its workflow ID (deliveryWorkflowId(reference, account)). Within the first workflow
  * task, before any provider call or
  * pacing request: a bad start fails the workflow at once with the non-retryable
  * `InvalidDeliveryInput` failure naming each bad field (a thrown Error would fail the workflow
@@ -20,6 +21,7 @@ import { statusQuery } from '../contract/delivery-messages';
 import { type DeliveryState, type DeliveryWorkflowInput } from '../contract/delivery-types';
 import { OrderReference } from '../contract/search-attributes';
 import { deliveryWorkflowId } from '../contract/workflow-ids';
+import { DEFAULT_ACCOUNT } from '../contract/accounts';
 
 const checks = proxyLocalActivities<StartCheckActivities>({ startToCloseTimeout: '10 seconds', summary: 'check the start input' });
 
@@ -46,10 +48,12 @@ export function startChecks(input: DeliveryWorkflowInput): StartChecks {
 async function check(input: DeliveryWorkflowInput): Promise<void> {
   const issues: FieldIssue[] = await checks.checkDeliveryInput(input);
   const given = (input as Partial<DeliveryWorkflowInput> | null | undefined)?.reference;
-  const reference = typeof given === 'string' && !issues.some((i) => i.field === 'reference') ? given : undefined;
-  const expectedId = reference === undefined ? undefined : deliveryWorkflowId(reference);
+  const account = (input as Partial<DeliveryWorkflowInput> | null | undefined)?.account ?? DEFAULT_ACCOUNT;
+  const reference = typeof given === 'string' && !issues.some((i) => i.field === 'reference' || i.field === 'account') ? given : undefined;
+  const expectedId = reference === undefined ? undefined : deliveryWorkflowId(reference, account);
   if (expectedId !== undefined && workflowInfo().workflowId !== expectedId) {
-    issues.push({ field: 'workflowId', message: `must be ${JSON.stringify(expectedId)} (delivery:<reference>), so that webhooks and clients find the delivery` });
+    const form = account === DEFAULT_ACCOUNT ? 'delivery:<reference>' : 'delivery@<account>:<reference>';
+    issues.push({ field: 'workflowId', message: `must be ${JSON.stringify(expectedId)} (${form}), so that webhooks and clients find the delivery` });
   }
   if (issues.length > 0) {
     const message = `invalid delivery input, nothing was quoted or created: ${describeIssues(issues)}`;

@@ -2,6 +2,8 @@ package main
 
 // The delivery workflow's contract (docs/workflow-contract.json), the parts this order system uses.
 
+import "go.temporal.io/sdk/temporal"
+
 type Price struct {
 	Amount   int64  `json:"amount"`
 	Currency string `json:"currency"`
@@ -37,10 +39,12 @@ type FollowUp struct {
 // DeliveryInput is DeliveryWorkflowInput. No `notify`: a delivery started as a child workflow
 // notifies its parent by default.
 type DeliveryInput struct {
-	Reference string    `json:"reference"`
-	Order     Order     `json:"order"`
-	MaxPrice  *Price    `json:"maxPrice,omitempty"`
-	FollowUp  *FollowUp `json:"followUp,omitempty"`
+	Reference string `json:"reference"`
+	// Account is the courier account; empty means "default".
+	Account  string    `json:"account,omitempty"`
+	Order    Order     `json:"order"`
+	MaxPrice *Price    `json:"maxPrice,omitempty"`
+	FollowUp *FollowUp `json:"followUp,omitempty"`
 }
 
 type Quote struct {
@@ -108,3 +112,18 @@ const (
 	NotifySignal         = "deliveryChanged" // the default; a start's notify.signal may name another
 	ApproveQuoteUpdate   = "approveQuote"
 )
+
+// DefaultAccount is the account of a delivery whose input names none.
+const DefaultAccount = "default"
+
+// DeliveryAccountKey is the search attribute naming a delivery's courier account.
+var DeliveryAccountKey = temporal.NewSearchAttributeKeyKeyword("DeliveryAccount")
+
+// DeliveryWorkflowID is the delivery workflow's ID (contract/workflow-ids.ts): `delivery:<reference>`
+// for the default account, `delivery@<account>:<reference>` for any other.
+func DeliveryWorkflowID(d DeliveryInput) string {
+	if d.Account == "" || d.Account == DefaultAccount {
+		return "delivery:" + d.Reference
+	}
+	return "delivery@" + d.Account + ":" + d.Reference
+}

@@ -55,7 +55,7 @@ type OrderSummary struct {
 // by signal on every change), acts on what it is told, and returns once told that the delivery ended.
 func OrderWorkflow(ctx workflow.Context, in OrderInput) (OrderSummary, error) {
 	log := workflow.GetLogger(ctx)
-	deliveryID := "delivery:" + in.Delivery.Reference
+	deliveryID := DeliveryWorkflowID(in.Delivery)
 	out := OrderSummary{Reference: in.Delivery.Reference, WorkflowID: deliveryID, OrderWorkflowID: workflow.GetInfo(ctx).WorkflowExecution.ID, InSequence: true, Types: []string{}, DeliveryStatuses: []string{}}
 	changes := workflow.GetSignalChannel(ctx, NotifySignal)
 
@@ -166,15 +166,23 @@ func deliveryOptions(in OrderInput) workflow.ChildWorkflowOptions {
 	if d.Order.IsFood {
 		priority = 1
 	}
+	// DeliveryAccount from the start for an account other than default (the workflow sets it for default).
+	searchAttributes := temporal.SearchAttributes{}
+	summary := fmt.Sprintf("%d stops · ref %s (Go order workflow)", len(d.Order.Destinations), d.Reference)
+	if d.Account != "" && d.Account != DefaultAccount {
+		searchAttributes = temporal.NewSearchAttributes(DeliveryAccountKey.ValueSet(d.Account))
+		summary += " · account " + d.Account
+	}
 	return workflow.ChildWorkflowOptions{
-		WorkflowID:            "delivery:" + d.Reference,
+		WorkflowID:            DeliveryWorkflowID(d),
+		TypedSearchAttributes: searchAttributes,
 		TaskQueue:             in.DeliveriesTaskQueue,
 		WorkflowIDReusePolicy: enums.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		// A delivery under way at the provider outlives its order workflow, whatever becomes of that.
 		ParentClosePolicy: enums.PARENT_CLOSE_POLICY_ABANDON,
 		// Cancelling returns once the delivery has ended (cancelled at the provider, or followed to its real end).
 		WaitForCancellation: true,
-		StaticSummary:       fmt.Sprintf("%d stops · ref %s (Go order workflow)", len(d.Order.Destinations), d.Reference),
+		StaticSummary:       summary,
 		Priority:            temporal.Priority{PriorityKey: priority},
 	}
 }

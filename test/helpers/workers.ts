@@ -1,4 +1,5 @@
 /** Delivery workers for a test file: one bundle, one set of workers on a task queue of its own. */
+import type { AccountRegistry } from '../../accounts/registry';
 import { Client } from '@temporalio/client';
 import type { DataConverter } from '@temporalio/common';
 import type { WorkflowBundle } from '@temporalio/worker';
@@ -42,6 +43,8 @@ export interface StartWorkersOptions {
   deployment?: DeploymentVersion;
   /** Another workflow bundle than the product's (a deliberately different build). */
   workflowBundle?: WorkflowBundle;
+  /** The courier accounts served (test/temporal/accounts.test.ts); unset: any account passes the start check. */
+  accounts?: AccountRegistry;
 }
 
 export async function startWorkers(activities: ProviderActivities, options: StartWorkersOptions = {}): Promise<RunningWorkers> {
@@ -60,6 +63,7 @@ export async function startWorkers(activities: ProviderActivities, options: Star
     dataConverter: options.dataConverter,
     notify: options.notify,
     deployment: options.deployment,
+    accounts: options.accounts,
   });
   const running = workers.run();
   let stopped: Promise<void> | undefined;

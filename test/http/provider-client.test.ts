@@ -4,7 +4,7 @@
  * AbortSignal, and keep-alive. Hand-made misbehaving servers are covered in
  * provider-client-faults.test.ts and not repeated here.
  */
-import { ProviderClient } from '../../provider/client';
+import { ProviderClient, providerPool } from '../../provider/client';
 import {
   ConflictError,
   NotFoundError,
@@ -437,6 +437,36 @@ describe('ProviderClient against the simulator', () => {
       // there would be one connection per call (31).
       expect(opened).toBeGreaterThanOrEqual(1);
       expect(opened).toBeLessThanOrEqual(4);
+    });
+  });
+
+  describe('keys read at each call (accounts)', () => {
+    test('a rotated key is used from the next call; a key rotated away is refused, and never named in the error', async () => {
+      let current = KEY;
+      const rotating = new ProviderClient({ baseUrl: s.url, apiKey: () => current, timeoutMs: 5_000 });
+      extraClients.push(rotating);
+      const mine = await rotating.createDelivery(deliveryRequest(), { idempotencyKey: idemKey() });
+      current = OTHER_KEY; // the other key's scope: the first delivery is not visible any more
+      await rejects(rotating.getDelivery(mine.delivery.id), NotFoundError);
+      current = 'revoked-key';
+      const e = await rejects(rotating.checkKey(), UnauthorizedError);
+      expect(everythingSaid(e)).not.toContain('revoked-key');
+      current = KEY;
+      expect((await rotating.getDelivery(mine.delivery.id)).id).toBe(mine.delivery.id);
+    });
+
+    test('clients of two accounts on one courier host share one connection pool, and closing one leaves the other working', async () => {
+      const pool = providerPool(new URL(s.url).origin, { connections: 2, timeoutMs: 5_000 });
+      const a = new ProviderClient({ baseUrl: s.url, apiKey: () => KEY, dispatcher: pool });
+      const b = new ProviderClient({ baseUrl: s.url, apiKey: () => OTHER_KEY, dispatcher: pool });
+      await Promise.all([a.checkKey(), b.checkKey()]);
+      await a.close();
+      expect(await b.checkKey()).toEqual({ valid: true });
+      // Each call carried its own client's key: each key's scope holds only its own delivery.
+      const [da, db] = await Promise.all([a.createDelivery(deliveryRequest(), { idempotencyKey: idemKey() }), b.createDelivery(deliveryRequest(), { idempotencyKey: idemKey() })]);
+      await rejects(b.getDelivery(da.delivery.id), NotFoundError);
+      await rejects(a.getDelivery(db.delivery.id), NotFoundError);
+      await pool.close();
     });
   });
 });

@@ -170,7 +170,7 @@ describe('the delivery workflow', () => {
       const handle = await start();
       const s = await following(handle);
       const created = await searchAttributes(handle);
-      expect(created).toMatchObject({ OrderReference: s.reference, IsFood: false, DestinationCount: 2, DeliveryId: s.deliveryId, QuotedPrice: 1250, DeliveryStatus: 'CREATED' });
+      expect(created).toMatchObject({ OrderReference: s.reference, IsFood: false, DestinationCount: 2, DeliveryId: s.deliveryId, QuotedPrice: 1250, DeliveryStatus: 'CREATED', DeliveryAccount: 'default' });
       await deliver(handle, s, async () => {
         expect((await searchAttributes(handle)).DeliveryStatus).toBe('PICKED_UP');
         // What `delivery list --status PICKED_UP` and the Web UI ask; visibility is eventually consistent: wait for it.
@@ -179,7 +179,7 @@ describe('the delivery workflow', () => {
       });
       expect((await searchAttributes(handle)).DeliveryStatus).toBe('DELIVERED');
       const upserted = await upserts(handle);
-      expect(upserted[0]).toEqual(['DeliveryId', 'DeliveryStatus', 'DestinationCount', 'IsFood', 'OrderReference', 'QuotedPrice']);
+      expect(upserted[0]).toEqual(['DeliveryAccount', 'DeliveryId', 'DeliveryStatus', 'DestinationCount', 'IsFood', 'OrderReference', 'QuotedPrice']);
       expect(upserted.filter((keys) => keys.includes('DeliveryStatus'))).toHaveLength(5); // CREATED, ASSIGNED, UPCOMING, PICKED_UP, DELIVERED
     });
 
@@ -192,11 +192,11 @@ describe('the delivery workflow', () => {
         started.push(handle);
         const s = await following(handle);
         const created = await searchAttributes(handle);
-        expect(created).toMatchObject({ OrderReference: s.reference, IsFood: false, DestinationCount: 2, DeliveryId: s.deliveryId });
+        expect(created).toMatchObject({ OrderReference: s.reference, IsFood: false, DestinationCount: 2, DeliveryId: s.deliveryId, DeliveryAccount: 'default' });
         expect(created.DeliveryStatus).toBeUndefined();
         await deliver(handle, s, async () => expect((await searchAttributes(handle)).DeliveryStatus).toBeUndefined());
         expect((await searchAttributes(handle)).DeliveryStatus).toBe('DELIVERED');
-        expect(await upserts(handle)).toEqual([['DeliveryId', 'DestinationCount', 'IsFood', 'OrderReference', 'QuotedPrice'], ['DeliveryStatus']]);
+        expect(await upserts(handle)).toEqual([['DeliveryAccount', 'DeliveryId', 'DestinationCount', 'IsFood', 'OrderReference', 'QuotedPrice'], ['DeliveryStatus']]);
       } finally {
         await final.stop();
       }

@@ -7,8 +7,9 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { DeliveryRequestRejectedError, InvalidInputError } from '../../client/delivery-client';
+import { InvalidInputError } from '../../client/delivery-client';
 import { UnauthorizedError } from '../../provider/errors';
+import { deliveryWorkflowId } from '../../contract/workflow-ids';
 import type { DeliveryState } from '../../contract/delivery-types';
 import { deliveryRequest } from '../fixtures/orders';
 import { createdDelivery, driveToDelivered, eventually, startStack, type Stack } from '../helpers/stack';
@@ -146,18 +147,19 @@ describe('a bad API key', () => {
   });
   afterAll(() => badKeyStack.stop());
 
-  it('fails the delivery fast with a clear message, without a retry storm', async () => {
+  it("pauses the account's deliveries instead of failing them: they wait, with one refused call per probe period, never a retry storm", async () => {
     const reference = newReference();
-    const started = Date.now();
     await badKeyStack.deliveries.startDelivery(order(1), { reference });
-    const err = await badKeyStack.deliveries.result(reference).catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(DeliveryRequestRejectedError);
-    expect((err as DeliveryRequestRejectedError).type).toBe('ProviderUnauthorized');
-    expect((err as Error).message).toMatch(/rejected the API key \(401\)/);
-    expect((err as Error).message).not.toContain('not-a-valid-key');
-    expect(Date.now() - started).toBeLessThan(10_000);
-    const calls = badKeyStack.sim.requestLog().filter((r) => r.status === 401);
-    expect(calls).toHaveLength(1);
+    const refusals = () => badKeyStack.sim.requestLog().filter((r) => r.status === 401);
+    const first = await eventually('the first refused call', () => refusals()[0]);
+    const second = await eventually('a probe one period later', () => refusals()[1], 30_000);
+    expect(Date.parse(second.time) - Date.parse(first.time)).toBeGreaterThanOrEqual(4_000);
+    expect(refusals().length).toBeLessThanOrEqual(3);
+    const state = await badKeyStack.deliveries.getStatus(reference);
+    expect(state.phase).not.toBe('ended'); // waiting for a corrected key, not failed
+    expect(state.deliveryId).toBeUndefined();
+    expect((await badKeyStack.temporal.workflow.getHandle(deliveryWorkflowId(reference)).describe()).status.name).toBe('RUNNING');
+    await badKeyStack.temporal.workflow.getHandle(deliveryWorkflowId(reference)).terminate('test over');
   });
 
   it('is reported by checkKey', async () => {

@@ -13,6 +13,7 @@ import { freePort } from '../../scripts/temporal-dev-server';
 import { deliveryRequest } from '../fixtures/orders';
 import { ENTRY, ProcessGroup, ROOT } from '../../scripts/processes';
 import { testServerAddress } from '../helpers/temporal';
+import { eventually } from '../helpers/stack';
 import { writeFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 
@@ -75,7 +76,7 @@ const cli = (args: string[], extra: NodeJS.ProcessEnv = {}) =>
     (e: { code: number; stdout: string; stderr: string }) => e,
   );
 
-it('run a delivery end to end, fail a revoked key cleanly, refuse a forged webhook, export metrics, and log no secret', async () => {
+it('run a delivery end to end, pause the account of a revoked key cleanly, refuse a forged webhook, export metrics, and log no secret', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'proc-'));
   const orderFile = join(dir, 'order.json');
   const { reference_number: _r, ...order } = deliveryRequest({ is_food: true }, 2);
@@ -89,8 +90,10 @@ it('run a delivery end to end, fail a revoked key cleanly, refuse a forged webho
   expect(final.status).toBe('DELIVERED');
   expect(final.destinations.every((d: { trackingUrl: string }) => d.trackingUrl.startsWith('http'))).toBe(true);
 
-  const revoked = await cli(['create', '--reference', `${reference}-R`, '--order', orderFile, '--watch'], { DELIVERY_TASK_QUEUE: `${env.DELIVERY_TASK_QUEUE}-revoked` });
+  // A revoked key pauses the account: its delivery waits (one probe call per period), and the worker says so once.
+  const revoked = await cli(['create', '--reference', `${reference}-R`, '--order', orderFile], { DELIVERY_TASK_QUEUE: `${env.DELIVERY_TASK_QUEUE}-revoked` });
   processes.log('cli', `${revoked.stdout}${revoked.stderr}`);
+  await eventually('the worker to pause the account', () => (processes.output.includes('courier account paused') ? true : undefined), 30_000);
   const result = await cli(['status', `${reference}-R`, '--json'], { DELIVERY_TASK_QUEUE: `${env.DELIVERY_TASK_QUEUE}-revoked` });
   processes.log('cli', `${result.stdout}${result.stderr}`);
   expect(JSON.parse(result.stdout).deliveryId).toBeUndefined(); // nothing was created
@@ -126,6 +129,6 @@ it('run a delivery end to end, fail a revoked key cleanly, refuse a forged webho
   // The creation call's log line: made by the pacing gate (the default) for this delivery, or by the delivery itself under task-queue pacing.
   expect(jsonLines.some((l) => l.deliveryWorkflowId === `delivery:${reference}` || (l.workflowId === `delivery:${reference}` && l.activityType === 'createDelivery'))).toBe(true);
   expect(jsonLines.some((l) => l.msg === 'webhook' && l.workflow_id === `delivery:${reference}`)).toBe(true);
-  expect(everything).toContain('ProviderUnauthorized'); // the revoked key's failure was logged...
+  expect(everything).toContain('courier account paused'); // the revoked key's pause was logged...
   for (const secret of SECRETS) expect(everything.includes(secret) ? secret.slice(0, 12) + '…' : 'absent').toBe('absent'); // ...but no secret, anywhere
 }, 180_000);

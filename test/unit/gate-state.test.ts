@@ -5,7 +5,7 @@
  */
 import { RollingWindowLimiter } from '../../simulator/rate-limiter';
 import type { GateConfig, GateRequest } from '../../contract/gate-messages';
-import { GateState, OUTAGE_AFTER, type Call } from '../../workflows/gate-state';
+import { GateState, OUTAGE_AFTER, UNAUTHORIZED_PROBE_MS, type Call } from '../../workflows/gate-state';
 
 const config: GateConfig = { limits: { creations: { limit: 3, windowMs: 1_000 }, quotes: { limit: 3, windowMs: 1_000 } }, marginMs: 10, callTimeoutMs: 5_000, leadMs: 0, quoteMinRemainingMs: 100, historyLimit: 5_000 };
 const req = (n: number, extra: Partial<GateRequest> = {}): GateRequest => ({ from: `wf-${n}`, n: 1, family: 'creations', food: false, requestedAt: n, order: {} as GateRequest['order'], ...extra });
@@ -36,6 +36,33 @@ describe('GateState', () => {
     const [d] = g.take(1_080);
     g.done(d!, { ...ok(d!), afterCallMs: 60_000 }, 1_100); // never more than the tell's bound
     expect(g.s.busyUntil.creations).toEqual([1_110]);
+  });
+
+  it("pauses every family on a 401 (the account's key), probing with one call per period, and goes on at once when a probe is answered", () => {
+    const g = GateState.empty(config);
+    for (let i = 0; i < 3; i++) g.request(req(i), 0);
+    g.request(req(9, { family: 'quotes', fingerprint: 'f' }), 0);
+    const first = g.take(0);
+    expect(first).toHaveLength(4);
+    // Every call of the first window is refused: each order goes back to its place, none is answered.
+    for (const c of first) expect(g.done(c, { kind: 'unauthorized' }, 50)).toEqual([]);
+    expect(g.s.unauthorizedSince).toBe(50);
+    // Nothing goes out before the probe time, quotes neither (the key is the account's), though the window's slots are free.
+    for (const t of [1_000, 2_000, 49 + UNAUTHORIZED_PROBE_MS]) expect(g.take(t)).toEqual([]);
+    const probe = g.take(50 + UNAUTHORIZED_PROBE_MS);
+    expect(ids(probe)).toEqual(['wf-0']); // one probe, the first order waiting
+    expect(g.take(50 + UNAUTHORIZED_PROBE_MS)).toEqual([]); // while it is out, nothing else
+    g.done(probe[0]!, ok(probe[0]!), 6_000);
+    expect(g.s.unauthorizedSince).toBeUndefined();
+    expect(ids(g.take(6_000)).sort()).toEqual(['wf-1', 'wf-2', 'wf-9']);
+  });
+
+  it('an idle gate has nothing to wake up for: no timer', () => {
+    const g = GateState.empty(config);
+    g.request(req(1), 0);
+    const [c] = g.take(0);
+    g.done(c!, ok(c!), 10);
+    expect(g.nextChangeAt(10)).toBeUndefined();
   });
 
   it('schedules a call for a slot that frees within the lead time, to go out at the slot time', () => {

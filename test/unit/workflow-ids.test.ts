@@ -1,4 +1,5 @@
-import { deliveryWorkflowId, gateWorkflowId, parseDeliveryWorkflowId, referenceFromWorkflowId } from '../../contract/workflow-ids';
+import { providerTaskQueues, workflowTaskQueueOf } from '../../contract/task-queues';
+import { deliveryWorkflowId, gateWorkflowId, parseDeliveryWorkflowId, parseGateWorkflowId, referenceFromWorkflowId } from '../../contract/workflow-ids';
 
 describe('workflow IDs by account', () => {
   it('keeps the form before accounts for `default`, and gives every other account its own', () => {
@@ -22,5 +23,15 @@ describe('workflow IDs by account', () => {
     const pairs = [['default', 'x'], ['default', '@acme:x'], ['acme', 'x'], ['acme', ':x'], ['acm', 'e:x'], ['default', 'acme:x']];
     const ids = pairs.map(([a, r]) => deliveryWorkflowId(r!, a));
     expect(new Set(ids).size).toBe(pairs.length);
+  });
+
+  it("reads a gate's account back, given its queue, even a queue whose name holds '@'", () => {
+    for (const queue of ['deliveries', 'team@eu']) {
+      expect(parseGateWorkflowId(gateWorkflowId(queue), queue)).toBe('default');
+      expect(parseGateWorkflowId(gateWorkflowId(queue, 'acme'), queue)).toBe('acme');
+      expect(parseGateWorkflowId(gateWorkflowId(queue, 'acme'), `${queue}-other`)).toBeUndefined();
+      for (const q of Object.values(providerTaskQueues(queue))) expect(workflowTaskQueueOf(q)).toBe(queue);
+    }
+    expect(workflowTaskQueueOf('deliveries.pacing-gate')).toBeUndefined();
   });
 });
