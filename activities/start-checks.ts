@@ -12,6 +12,7 @@ import { fieldIssues } from '../provider/validation';
 import { DeliveryWorkflowInputSchema } from '../contract/schemas';
 import { DEFAULT_ACCOUNT } from '../contract/accounts';
 import type { AccountRegistry } from '../accounts/registry';
+import type { NotifyTargets } from '../notifications/targets';
 
 export interface StartCheckActivities {
   /** Every contract issue of a delivery workflow's input, `[]` when it is valid. Never throws for bad input. */
@@ -22,12 +23,13 @@ export interface StartCheckActivities {
 export type KnownAccounts = Pick<AccountRegistry, 'get'>;
 
 /**
- * `notifyEndpoints`: the endpoint names this worker's configuration has (DELIVERY_NOTIFY_ENDPOINTS);
- * a start naming another is refused before anything is quoted or created. `accounts`: the
+ * `notifyEndpoints`: the endpoint names this worker's configuration has (DELIVERY_NOTIFY_ENDPOINTS),
+ * or, per account, the names the start's account has (its registry entry's `notify`); a start
+ * naming another, another account's included, is refused before anything is quoted or created. `accounts`: the
  * worker's registry; a start for an account it does not have is refused the same way. Left out (a
  * check made where the configuration is not known), the workflow's own start check decides.
  */
-export function deliveryInputIssues(input: unknown, nowMs: number, notifyEndpoints?: ReadonlySet<string>, accounts?: KnownAccounts): FieldIssue[] {
+export function deliveryInputIssues(input: unknown, nowMs: number, notifyEndpoints?: ReadonlySet<string> | ((account: string) => ReadonlySet<string>), accounts?: KnownAccounts): FieldIssue[] {
   const parsed = DeliveryWorkflowInputSchema.safeParse(input);
   if (!parsed.success) return fieldIssues(parsed.error).map((i) => (i.field === '(body)' ? { ...i, field: 'input' } : i));
   const issues = pickupTimeIssues(parsed.data.order.desired_pickup_time, nowMs).map((i) => ({ ...i, field: `order.${i.field}` }));
@@ -37,17 +39,26 @@ export function deliveryInputIssues(input: unknown, nowMs: number, notifyEndpoin
     issues.push({ field: 'account', message: `no courier account ${account} in this deployment's registry (the operator lists accounts in DELIVERY_ACCOUNTS_FILE)` });
   }
   const endpoint = parsed.data.notify?.endpoint;
-  if (endpoint !== undefined && notifyEndpoints !== undefined && !notifyEndpoints.has(endpoint)) {
-    const known = notifyEndpoints.size > 0 ? `configured: ${[...notifyEndpoints].join(', ')}` : 'none is configured';
-    issues.push({ field: 'notify.endpoint', message: `no notification endpoint named ${endpoint} (${known}; the operator sets DELIVERY_NOTIFY_ENDPOINTS)` });
+  const names = typeof notifyEndpoints === 'function' ? notifyEndpoints(account) : notifyEndpoints;
+  if (endpoint !== undefined && names !== undefined && !names.has(endpoint)) {
+    const known = names.size > 0 ? `configured: ${[...names].join(', ')}` : 'none is configured';
+    const where = account === DEFAULT_ACCOUNT ? 'the operator sets DELIVERY_NOTIFY_ENDPOINTS' : `account ${account}'s own; the operator sets them in the account registry`;
+    issues.push({ field: 'notify.endpoint', message: `no notification endpoint named ${endpoint} (${known}; ${where})` });
   }
   return issues;
 }
 
-export function createStartCheckActivities(notifyEndpoints: ReadonlySet<string> = new Set(), accounts?: KnownAccounts): StartCheckActivities {
+const NO_ENDPOINTS: ReadonlySet<string> = new Set();
+
+/**
+ * `notify`: each account's endpoints (notifications/targets.ts), or the names of the `default`
+ * account's (DELIVERY_NOTIFY_ENDPOINTS: no other account has them). The account is the start's.
+ */
+export function createStartCheckActivities(notify: ReadonlySet<string> | NotifyTargets = new Set(), accounts?: KnownAccounts): StartCheckActivities {
+  const names = notify instanceof Set ? (account: string) => (account === DEFAULT_ACCOUNT ? notify : NO_ENDPOINTS) : (account: string) => (notify as NotifyTargets).names(account);
   return {
     async checkDeliveryInput(input) {
-      return deliveryInputIssues(input, Date.now(), notifyEndpoints, accounts);
+      return deliveryInputIssues(input, Date.now(), names, accounts);
     },
   };
 }

@@ -11,6 +11,7 @@ import { fleetBenchmark } from './fleet';
 import { latencyBenchmark } from './latency';
 import { limitsBenchmark } from './limits';
 import { notifyBenchmark } from './notify';
+import { refusalsBenchmark } from './refusals';
 import { scaleBenchmark } from './scale';
 import { simulatorBenchmark } from './simulator';
 import { startChecksBenchmark } from './start-checks';
@@ -24,6 +25,7 @@ const BENCHMARKS: Record<string, { describe: string; run: () => Promise<Benchmar
   limits: { describe: 'dispatch at the provider limits: pacing gate vs task-queue limit vs a naive client, and a backlog with poison orders (starts its own Temporal dev server)', run: limitsBenchmark },
   latency: { describe: 'end-to-end delivery latency (create → CREATED seen by status), p50/p99, on the dev server and on the Temporal cluster of `npm run cluster`, in one run', run: latencyBenchmark },
   notify: { describe: 'notifications: open deliveries told (signal, HTTP) beside followed by watch while nothing changes; webhook → order system latency; receiver down, then back, with and without a worker SIGKILL (starts its own Temporal dev server)', run: notifyBenchmark },
+  refusals: { describe: 'webhook bridge: time to the 401 of a bad signature to a served account (one and two secrets) against a webhook to an account it does not serve; no server', run: refusalsBenchmark },
   scale: { describe: 'many open deliveries (10,000 × 5 destinations) followed by one worker process: start rate, status latency, worker memory by cache size (starts its own Temporal dev server)', run: scaleBenchmark },
   'start-checks': { describe: "the delivery workflow's start check: in the worker's thread (as it runs) against the same schemas evaluated in each workflow's sandbox; no server", run: startChecksBenchmark },
   webhooks: { describe: 'webhook bridge: throughput against raw signals, acknowledgement and propagation latency (starts its own Temporal dev server)', run: webhooksBenchmark },

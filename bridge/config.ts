@@ -5,10 +5,13 @@ import { WebhookSecretSchema } from '../provider/webhook-signature';
 import { DEFAULT_ADMIN_PORT, DEFAULT_MAX_CONNECTIONS } from './server';
 
 const BridgeEnvSchema = z.object({
+  /** With it, every account's secrets come from the registry (accounts/registry.ts) and DELIVERY_WEBHOOK_SECRETS is not read. */
+  DELIVERY_ACCOUNTS_FILE: z.string().min(1).optional(),
   DELIVERY_WEBHOOK_SECRETS: z
-    .string({ message: 'is required: the webhook signing secret(s), whsec_..., separated by commas or spaces' })
+    .string()
     .transform((s) => s.split(/[\s,]+/).filter(Boolean))
-    .pipe(z.array(WebhookSecretSchema).min(1)),
+    .pipe(z.array(WebhookSecretSchema).min(1))
+    .optional(),
   BRIDGE_PORT: z.coerce.number().int().min(0).max(65535).default(8080),
   BRIDGE_HOST: z.string().min(1).default('127.0.0.1'),
   BRIDGE_RETRY_AFTER_SECONDS: z.coerce.number().int().min(1).max(3600).default(5),
@@ -23,7 +26,12 @@ const BridgeEnvSchema = z.object({
   BRIDGE_TEMPORAL_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(5_000),
 });
 
+const SECRETS_REQUIRED = 'is required: the webhook signing secret(s), whsec_..., separated by commas or spaces (or DELIVERY_ACCOUNTS_FILE: each account\'s own)';
+
 export interface BridgeConfig {
+  /** The registry file, when the accounts come from one. */
+  accountsFile: string | undefined;
+  /** The `default` account's secrets without a registry file; empty with one. */
   secrets: string[];
   port: number;
   host: string;
@@ -38,8 +46,10 @@ export interface BridgeConfig {
 
 export function bridgeConfigFromEnv(env: NodeJS.ProcessEnv = process.env): BridgeConfig {
   const e = parseEnv(BridgeEnvSchema, env, 'bridge configuration');
+  if (!e.DELIVERY_ACCOUNTS_FILE && !e.DELIVERY_WEBHOOK_SECRETS) throw new Error(`invalid bridge configuration: DELIVERY_WEBHOOK_SECRETS ${SECRETS_REQUIRED}`);
   return {
-    secrets: e.DELIVERY_WEBHOOK_SECRETS,
+    accountsFile: e.DELIVERY_ACCOUNTS_FILE,
+    secrets: e.DELIVERY_ACCOUNTS_FILE ? [] : (e.DELIVERY_WEBHOOK_SECRETS ?? []),
     port: e.BRIDGE_PORT,
     host: e.BRIDGE_HOST,
     retryAfterSeconds: e.BRIDGE_RETRY_AFTER_SECONDS,

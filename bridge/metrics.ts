@@ -4,11 +4,12 @@
  * Default Node metrics are added by bridge/main.ts only (they are per process, not per bridge).
  */
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { DEFAULT_ACCOUNT } from '../contract/accounts';
 import type { ReasonCode, WebhookOutcome } from './outcomes';
 
 export class BridgeMetrics {
   readonly registry = new Registry();
-  private readonly webhooks: Counter<'outcome' | 'reason'>;
+  private readonly webhooks: Counter<'outcome' | 'reason' | 'account'>;
   private readonly handling: Histogram<'outcome'>;
   private readonly negativeHits: Counter<'kind'>;
   private readonly suppressedLogLines: Counter;
@@ -19,8 +20,9 @@ export class BridgeMetrics {
     const registers = [this.registry];
     this.webhooks = new Counter({
       name: 'bridge_webhooks_total',
-      help: 'Webhook requests answered, by outcome and reason code.',
-      labelNames: ['outcome', 'reason'],
+      help: 'Webhook requests answered, by courier account (the URL\'s, when the bridge serves it; "(unknown)" otherwise), outcome and reason code.',
+      // `account` last: series read as {outcome=…,reason=…} before accounts keep their form.
+      labelNames: ['outcome', 'reason', 'account'],
       registers,
     });
     // Present from the start, so a dashboard (or a test) reads 0 rather than no series.
@@ -29,7 +31,7 @@ export class BridgeMetrics {
       ['duplicate', 'already_delivered'],
       ['workflow_closed', 'workflow_closed'],
     ] as const) {
-      this.webhooks.labels(outcome, reason).inc(0);
+      this.webhooks.labels(outcome, reason, DEFAULT_ACCOUNT).inc(0);
     }
     this.handling = new Histogram({
       name: 'bridge_webhook_handling_seconds',
@@ -88,8 +90,9 @@ export class BridgeMetrics {
     });
   }
 
-  observe(outcome: WebhookOutcome, reason: ReasonCode, seconds: number): void {
-    this.webhooks.labels(outcome, reason).inc();
+  /** `account`: a served account's id or the one unknown label, never text a request chose. */
+  observe(account: string, outcome: WebhookOutcome, reason: ReasonCode, seconds: number): void {
+    this.webhooks.labels(outcome, reason, account).inc();
     this.handling.labels(outcome).observe(seconds);
   }
 

@@ -1,11 +1,12 @@
 /**
- * The webhook bridge's HTTP server: POST /webhooks/delivery verifies a provider webhook and
- * signals the workflow of that delivery (bridge/webhook.ts). It answers 2xx only once the signal
+ * The webhook bridge's HTTP server: POST /webhooks/delivery/<account> verifies a provider webhook
+ * with that courier account's secrets and signals the workflow of that delivery
+ * (bridge/webhook.ts); POST /webhooks/delivery is the `default` account's, as before accounts. It answers 2xx only once the signal
  * is delivered (or, said as `duplicate`, was delivered before; or, said as `workflow_closed`,
  * can change nothing); when the workflow or the delivery cannot be found yet it answers 503 with
  * Retry-After, so the provider's own retries carry the event over.
  *
- * Two listeners. The webhook listener faces the internet and serves only POST /webhooks/delivery
+ * Two listeners. The webhook listener faces the internet and serves only POST /webhooks/delivery[/<account>]
  * and GET /healthz. The admin listener (bound to 127.0.0.1 by default, BRIDGE_ADMIN_HOST/PORT)
  * serves the operators: GET / lists the recent verified webhooks, GET /metrics is Prometheus
  * text, GET /healthz; it answers only its own Host names and no foreign Origin
@@ -20,9 +21,11 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Client } from '@temporalio/client';
+import { ACCOUNT_ID, DEFAULT_ACCOUNT } from '../contract/accounts';
 import type { ProviderClient } from '../provider/client';
 import { checkRequest, hostForHeader, type HttpGuard, originsOf, ownHosts } from '../provider/http-guard';
 import { secretKey } from '../provider/webhook-signature';
+import { type BridgeAccounts, singleAccount } from './accounts';
 import { BoundedLog } from './bounded-log';
 import type { Span } from '@opentelemetry/api';
 import { httpServerSpan, traceFields } from '../tracing/spans';
@@ -33,7 +36,15 @@ import { RecentWebhooks } from './recent';
 import { createWebhookHandler, type Delivered, type Seen } from './webhook';
 
 export type { WebhookOutcome } from './outcomes';
+/** The `default` account's webhook URL; every account's is `${WEBHOOK_PATH}/<account>` (accountWebhookPath). */
 export const WEBHOOK_PATH = '/webhooks/delivery';
+
+export function accountWebhookPath(account: string): string {
+  return `${WEBHOOK_PATH}/${account}`;
+}
+
+/** The metric label of webhooks to an account the bridge does not serve: not an account id (those never hold parentheses), one value whatever was asked. */
+export const UNKNOWN_ACCOUNT_LABEL = '(unknown)';
 
 export interface BridgeTimeouts {
   /** The whole header block must arrive within this, also on a connection that sends nothing (a slow-loris client gets 408 and is closed). */
@@ -54,10 +65,12 @@ export const DEFAULT_TIMEOUTS: BridgeTimeouts = { headersMs: 5_000, requestMs: 1
 
 export interface BridgeOptions {
   temporal: Client;
-  /** Used only to learn a delivery's reference number. */
-  provider: ProviderClient;
-  /** Every secret currently accepted (more than one during rotation). */
-  secrets: readonly string[];
+  /** The accounts served (bridge/accounts.ts); without, the one `default` account of `provider` and `secrets`. */
+  accounts?: BridgeAccounts;
+  /** The `default` account's client, used only to learn a delivery's reference number (without `accounts`). */
+  provider?: ProviderClient;
+  /** The `default` account's secrets, every one currently accepted (more than one during rotation; without `accounts`). */
+  secrets?: readonly string[];
   maxBodyBytes?: number;
   /** Seconds the provider is asked to wait before retrying an event we could not deliver yet. */
   retryAfterSeconds?: number;
@@ -112,24 +125,31 @@ const DISCARD_LIMIT_BYTES = 1024 * 1024;
 /** Ids are shown (and kept for the page) only as far as a sane id goes: 200 records stay small whatever was sent. */
 const MAX_SHOWN_ID = 100;
 
-export function createBridge(o: BridgeOptions): Bridge {
-  if (o.secrets.length === 0) throw new Error('the bridge needs at least one webhook secret (DELIVERY_WEBHOOK_SECRETS)');
+/** The one `default` account of a bridge built without `accounts`; its secrets checked at once. */
+function defaultAccountOf(o: BridgeOptions): BridgeAccounts {
+  const secrets = o.secrets ?? [];
+  if (!o.provider) throw new Error('the bridge needs its accounts, or a provider client and secrets for the default account');
+  if (secrets.length === 0) throw new Error('the bridge needs at least one webhook secret (DELIVERY_WEBHOOK_SECRETS)');
   // A weak or malformed secret stops the start with the reason (never the secret itself).
-  o.secrets.forEach((secret, i) => {
+  secrets.forEach((secret, i) => {
     try {
       secretKey(secret);
     } catch (err) {
-      throw new Error(`webhook secret ${i + 1} of ${o.secrets.length} is not accepted: ${(err as Error).message}`, { cause: err });
+      throw new Error(`webhook secret ${i + 1} of ${secrets.length} is not accepted: ${(err as Error).message}`, { cause: err });
     }
   });
+  return singleAccount(o.provider, secrets);
+}
+
+export function createBridge(o: BridgeOptions): Bridge {
+  const accounts = o.accounts ?? defaultAccountOf(o);
   const retryAfter = String(o.retryAfterSeconds ?? 5);
   const now = o.now ?? Date.now;
   const log = o.log ?? ((entry) => process.stdout.write(JSON.stringify(entry) + '\n'));
   const timeouts = { ...DEFAULT_TIMEOUTS, ...o.timeouts };
   const webhooks = createWebhookHandler({
     temporal: o.temporal,
-    provider: o.provider,
-    secrets: o.secrets,
+    accounts,
     maxBodyBytes: o.maxBodyBytes ?? 64 * 1024,
     referenceCacheSize: o.referenceCacheSize ?? 10_000,
     deliveredIdsSize: o.deliveredIdsSize ?? 10_000,
@@ -138,6 +158,7 @@ export function createBridge(o: BridgeOptions): Bridge {
     temporalTimeoutMs: o.temporalTimeoutMs ?? 5_000,
     now,
     onNegativeHit: (kind) => metrics.negativeHit(kind),
+    onSecretsError: (account, err) => rejectedLog.log({ msg: 'webhook secrets cannot be read', account, error: err.message }),
   });
   const recentSize = o.recentSize ?? 200;
   const recent = new RecentWebhooks(recentSize);
@@ -152,11 +173,17 @@ export function createBridge(o: BridgeOptions): Bridge {
   const rejectedLog = new BoundedLog(safeLog, o.rejectedLogLinesPerMinute ?? 20, 60_000, now, () => metrics.suppressedLogLine());
   let adminGuard: HttpGuard = { hosts: new Set(), origins: new Set() };
 
-  /** Each webhook is a span (its signal's trace; the delivery's trace links to it: workflows/tracing-interceptors.ts). */
-  const serveWebhook = (req: IncomingMessage, res: ServerResponse) => httpServerSpan(`${req.method} ${WEBHOOK_PATH}`, req.headers, (span) => serveWebhookIn(span, req, res));
+  /**
+   * Each webhook is a span (its signal's trace; the delivery's trace links to it:
+   * workflows/tracing-interceptors.ts), named by route, never by the account asked for.
+   * `named`: the account the URL names (any text); served or not, the work and the answer to a bad signature are the same.
+   */
+  const serveWebhook = (req: IncomingMessage, res: ServerResponse, named: string, route: string) => httpServerSpan(`${req.method} ${route}`, req.headers, (span) => serveWebhookIn(span, req, res, named));
 
-  async function serveWebhookIn(span: Span | undefined, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  async function serveWebhookIn(span: Span | undefined, req: IncomingMessage, res: ServerResponse, named: string): Promise<void> {
     const started = performance.now();
+    const account = ACCOUNT_ID.test(named) && accounts.get(named) ? named : undefined;
+    const label = account ?? UNKNOWN_ACCOUNT_LABEL;
     const seen: Seen = {};
     let outcome: WebhookOutcome;
     let code: ReasonCode;
@@ -164,7 +191,7 @@ export function createBridge(o: BridgeOptions): Bridge {
     let answer: Answer;
     try {
       if (req.method !== 'POST') throw new HttpProblem(405, 'method_not_allowed', 'use POST');
-      const done: Delivered = await webhooks.handle(req, seen);
+      const done: Delivered = await webhooks.handle(req, seen, account);
       ({ outcome, code } = done);
       answer = json(200, { outcome, workflow_id: done.workflowId });
     } catch (err) {
@@ -174,22 +201,23 @@ export function createBridge(o: BridgeOptions): Bridge {
     }
     send(req, res, answer);
     const ms = performance.now() - started;
-    metrics.observe(outcome, code, ms / 1000);
+    metrics.observe(label, outcome, code, ms / 1000);
     const e = seen.event;
     // Only what passed the signature is shown and logged one by one; anyone can send the rest.
     if (e === undefined) {
-      rejectedLog.log({ msg: 'webhook rejected', status: answer.status, outcome, reason: code, ms: Math.round(ms) });
+      rejectedLog.log({ msg: 'webhook rejected', account: label, status: answer.status, outcome, reason: code, ms: Math.round(ms) });
       return;
     }
     const eventId = cut(e.id);
     recent.push({ at: now(), eventId, type: e.type, deliveryId: cut(e.data.delivery_id), status: e.data.status, httpStatus: answer.status, outcome, reason, workflowId: cut(seen.workflowId), ms });
-    span?.setAttributes({ 'http.response.status_code': answer.status, temporalWorkflowId: seen.workflowId ?? '', 'webhook.outcome': outcome });
-    safeLog({ msg: 'webhook', status: answer.status, outcome, reason, event_id: eventId, workflow_id: seen.workflowId, ...traceFields(), ms: Math.round(ms) });
+    span?.setAttributes({ 'http.response.status_code': answer.status, temporalWorkflowId: seen.workflowId ?? '', 'webhook.outcome': outcome, 'webhook.account': label });
+    safeLog({ msg: 'webhook', account: label, status: answer.status, outcome, reason, event_id: eventId, workflow_id: seen.workflowId, ...traceFields(), ms: Math.round(ms) });
   }
 
   async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const path = (req.url ?? '/').split('?')[0];
-    if (path === WEBHOOK_PATH) return serveWebhook(req, res);
+    const path = (req.url ?? '/').split('?')[0]!;
+    if (path === WEBHOOK_PATH) return serveWebhook(req, res, DEFAULT_ACCOUNT, WEBHOOK_PATH);
+    if (path.startsWith(`${WEBHOOK_PATH}/`) && !path.includes('/', WEBHOOK_PATH.length + 1)) return serveWebhook(req, res, path.slice(WEBHOOK_PATH.length + 1), `${WEBHOOK_PATH}/{account}`);
     if (req.method === 'GET' && path === '/healthz') return send(req, res, json(200, { ok: true }));
     send(req, res, json(404, { outcome: 'rejected', reason: 'not found' }));
   }

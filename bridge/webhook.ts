@@ -1,22 +1,29 @@
 /**
  * One webhook, from raw request to delivered signal: signature over the raw bytes first (unsigned
- * bytes are never interpreted), then zod, then the route to `delivery:<reference>` and the signal.
+ * bytes are never interpreted), then zod, then the route to the delivery's workflow and the signal.
  * Anything short of delivery is thrown as an HttpProblem; the server turns it into the answer.
  *
- * Routing needs no visibility query: the workflow ID is `delivery:<reference>`, and a thin event
- * carries only the provider's delivery id, so the reference_number is asked of the provider once
- * per delivery (as the provider intends: details are fetched through the API) and cached.
+ * Each courier account has its own URL (bridge/server.ts) and is verified with its own secrets
+ * only, read at each webhook (rotation without a restart). An account the bridge does not know is
+ * verified against a decoy secret: its answer is a bad signature's, in the same time, so no
+ * request can tell which accounts exist.
+ *
+ * Routing needs no visibility query: the workflow ID is deliveryWorkflowId(reference, account),
+ * and a thin event carries only the provider's delivery id, so the reference_number is asked of
+ * the provider once per delivery (with the account's own key: as the provider intends, details
+ * are fetched through the API) and cached. Every cache is keyed by account: two accounts' ids
+ * never meet.
  */
 import type { IncomingMessage } from 'node:http';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
-import type { ProviderClient } from '../provider/client';
 import { isProviderError } from '../provider/errors';
 import { WebhookEventSchema, type WebhookEvent } from '../provider/schemas';
 import { fieldIssues } from '../provider/validation';
-import { verifyWebhook } from '../provider/webhook-signature';
+import { generateWebhookSecret, verifyWebhook } from '../provider/webhook-signature';
 import { statusChangedSignal } from '../contract/delivery-messages';
 import { type StatusChange } from '../contract/delivery-types';
 import { deliveryWorkflowId } from '../contract/workflow-ids';
+import type { BridgeAccount, BridgeAccounts } from './accounts';
 import { HttpProblem, type ReasonCode } from './outcomes';
 import { ExpiringSet } from './negative-cache';
 import { DeliveredEvents } from './recent';
@@ -24,8 +31,7 @@ import { ReferenceCache } from './reference-cache';
 
 export interface WebhookHandlerOptions {
   temporal: Client;
-  provider: ProviderClient;
-  secrets: readonly string[];
+  accounts: BridgeAccounts;
   maxBodyBytes: number;
   referenceCacheSize: number;
   deliveredIdsSize: number;
@@ -41,6 +47,8 @@ export interface WebhookHandlerOptions {
   now: () => number;
   /** Called when an answer came from the negative cache instead of the provider or Temporal. */
   onNegativeHit?: (kind: 'unknown_delivery' | 'workflow_closed') => void;
+  /** Called when an account's secrets could not be read (a missing file): the webhook is answered 503. */
+  onSecretsError?: (account: string, err: Error) => void;
 }
 
 /** A webhook that needs no retry: the signal is in the workflow's history, or can change nothing. */
@@ -56,9 +64,17 @@ export interface Seen {
   workflowId?: string;
 }
 
+/** (account, id) as one cache key: an account id never holds `\u0000`. */
+const scoped = (account: string, id: string) => `${account}\u0000${id}`;
+
 export function createWebhookHandler(o: WebhookHandlerOptions) {
-  const references = new ReferenceCache(o.referenceCacheSize, async (deliveryId) => {
-    const record = await o.provider.getDelivery(deliveryId);
+  /** Signs nothing: an unknown account's webhook is checked against it, so it costs what a known one's does. */
+  const decoy = [generateWebhookSecret()];
+  const references = new ReferenceCache(o.referenceCacheSize, async (key) => {
+    const cut = key.indexOf('\u0000');
+    const account = o.accounts.get(key.slice(0, cut));
+    if (!account) throw new HttpProblem(503, 'provider_unavailable', 'the account is no longer served');
+    const record = await account.provider.getDelivery(key.slice(cut + 1));
     return record.reference_number ?? undefined;
   });
   const delivered = new DeliveredEvents(o.deliveredIdsSize);
@@ -70,14 +86,34 @@ export function createWebhookHandler(o: WebhookHandlerOptions) {
   /** Signals under way, by event id: a copy arriving meanwhile waits for the first instead of signalling too. */
   const inFlight = new Map<string, Promise<Delivered>>();
 
-  async function handle(req: IncomingMessage, seen: Seen): Promise<Delivered> {
+  /** The account's secrets, or the decoy for an unknown account or one without secrets (the same answer, the same work). */
+  function secretsOf(account: BridgeAccount | undefined): readonly string[] {
+    if (!account) {
+      o.accounts.decoyRead();
+      return decoy;
+    }
+    let secrets: string[];
+    try {
+      secrets = account.webhookSecrets();
+    } catch (err) {
+      o.onSecretsError?.(account.id, err as Error);
+      throw new HttpProblem(503, 'internal_error', 'the webhook secrets cannot be read right now');
+    }
+    return secrets.length > 0 ? secrets : decoy;
+  }
+
+  /** `account`: the id the request's URL names, undefined when it names none the bridge serves. */
+  async function handle(req: IncomingMessage, seen: Seen, accountId: string | undefined): Promise<Delivered> {
     const contentType = (header(req, 'content-type') ?? '').split(';')[0]!.trim().toLowerCase();
     if (contentType !== 'application/json') throw new HttpProblem(415, 'unsupported_media_type', 'content type must be application/json');
     const raw = await readBody(req, o.maxBodyBytes);
 
+    const account = accountId === undefined ? undefined : o.accounts.get(accountId);
     const id = header(req, 'webhook-id');
-    const verified = verifyWebhook(o.secrets, { id, timestamp: header(req, 'webhook-timestamp'), signature: header(req, 'webhook-signature') }, raw, o.now());
+    const verified = verifyWebhook(secretsOf(account), { id, timestamp: header(req, 'webhook-timestamp'), signature: header(req, 'webhook-signature') }, raw, o.now());
     if (!verified.ok) throw new HttpProblem(401, verified.reason, `signature not accepted: ${verified.reason}`);
+    // Only the decoy could have matched, and nobody holds it; said again so no change above can let an unknown account through.
+    if (!account) throw new HttpProblem(401, 'no_matching_signature', 'signature not accepted: no_matching_signature');
 
     let json: unknown;
     try {
@@ -90,26 +126,27 @@ export function createWebhookHandler(o: WebhookHandlerOptions) {
     const event = (seen.event = parsed.data);
     if (event.id !== id) throw new HttpProblem(400, 'id_mismatch', 'webhook-id does not match the event id');
 
-    const known = delivered.get(event.id);
+    const eventKey = scoped(account.id, event.id);
+    const known = delivered.get(eventKey);
     if (known !== undefined) return { outcome: 'duplicate', code: 'already_delivered', workflowId: (seen.workflowId = known) };
-    const earlier = inFlight.get(event.id);
+    const earlier = inFlight.get(eventKey);
     if (earlier) {
       const first = await earlier.catch(() => undefined);
       if (first?.outcome === 'accepted') return { outcome: 'duplicate', code: 'already_delivered', workflowId: (seen.workflowId = first.workflowId) };
     }
-    const attempt = deliver(event, seen);
-    inFlight.set(event.id, attempt);
+    const attempt = deliver(account.id, event, seen);
+    inFlight.set(eventKey, attempt);
     try {
       const result = await attempt;
-      if (result.outcome === 'accepted') delivered.add(event.id, result.workflowId);
+      if (result.outcome === 'accepted') delivered.add(eventKey, result.workflowId);
       return result;
     } finally {
-      if (inFlight.get(event.id) === attempt) inFlight.delete(event.id);
+      if (inFlight.get(eventKey) === attempt) inFlight.delete(eventKey);
     }
   }
 
-  async function deliver(event: WebhookEvent, seen: Seen): Promise<Delivered> {
-    const workflowId = (seen.workflowId = deliveryWorkflowId(await referenceOf(event)));
+  async function deliver(account: string, event: WebhookEvent, seen: Seen): Promise<Delivered> {
+    const workflowId = (seen.workflowId = deliveryWorkflowId(await referenceOf(account, event), account));
     if (closedWorkflows.has(workflowId)) {
       o.onNegativeHit?.('workflow_closed');
       return { outcome: 'workflow_closed', code: 'workflow_closed', workflowId };
@@ -129,8 +166,8 @@ export function createWebhookHandler(o: WebhookHandlerOptions) {
     return { outcome: 'accepted', code: 'signal_delivered', workflowId };
   }
 
-  async function referenceOf(event: WebhookEvent): Promise<string> {
-    const deliveryId = event.data.delivery_id;
+  async function referenceOf(account: string, event: WebhookEvent): Promise<string> {
+    const deliveryId = scoped(account, event.data.delivery_id);
     if (unknownDeliveries.has(deliveryId)) {
       o.onNegativeHit?.('unknown_delivery');
       throw new HttpProblem(503, 'unknown_delivery', 'unknown delivery');
@@ -143,6 +180,7 @@ export function createWebhookHandler(o: WebhookHandlerOptions) {
     try {
       reference = await references.get(deliveryId);
     } catch (err) {
+      if (err instanceof HttpProblem) throw err;
       if (isProviderError(err) && err.kind === 'not_found') {
         unknownDeliveries.add(deliveryId);
         throw new HttpProblem(503, 'unknown_delivery', 'unknown delivery');

@@ -10,6 +10,8 @@
  *   - the fleet view (fleet/, metrics on :9470), and each process's metrics (scripts/observe.ts),
  *   - with `npm start -- --observe`, Prometheus scraping them all (UI http://127.0.0.1:9090,
  *     data in .data/prometheus, alert rules deploy/prometheus/alerts.yml).
+ * With DELIVERY_ACCOUNTS_FILE, the worker and the bridge serve every account of the registry, and
+ * each is registered in the simulator (scripts/accounts-on-start.ts).
  * The simulator, worker, bridge and codec endpoint are started again when they exit
  * (scripts/supervisor.ts). Ctrl-C stops everything; started again, the dev server finds its workflows where it left them
  * and the simulator their deliveries (which go on advancing, their pending webhooks resent).
@@ -25,6 +27,7 @@ import { describeEndpoints, notifyConfigFromEnv } from '../notifications/config'
 import { ENTRY, localStack } from './processes';
 import { setUpLocalNexus } from './nexus-setup';
 import { makeStackVersionCurrent } from './deployment-on-start';
+import { setUpLocalAccounts } from './accounts-on-start';
 import { startDevServer, type DevServer } from './temporal-dev-server';
 import { DEV_SERVER_METRICS_PORT, describeMetrics, fleetMetricsEnv, stackTargets, startStackPrometheus, workerMetricsEnv } from './observe';
 import type { Prometheus } from './prometheus';
@@ -99,10 +102,14 @@ async function main(): Promise<void> {
   const temporalEnv = { TEMPORAL_ADDRESS: devServer.address, TEMPORAL_NAMESPACE: devServer.namespace, DELIVERY_PAYLOAD_KEYS: payloadKeys };
 
   await services.startSimulator({ port: SIMULATOR_PORT, webhookUrl: `${BRIDGE_URL}/webhooks/delivery`, webhookSecret, dataDir });
+  // Accounts: the worker and the bridge read the local copy of the registry (never the operator's file directly: see accounts-on-start.ts).
+  const registryFile = process.env.DELIVERY_ACCOUNTS_FILE?.trim();
+  const accounts = registryFile ? await setUpLocalAccounts({ registryFile, dataDir, simulatorUrl: SIMULATOR_URL, bridgeUrl: BRIDGE_URL, log }) : undefined;
+  const accountsEnv = accounts ? { DELIVERY_ACCOUNTS_FILE: accounts.file } : {};
   await Promise.all([
-    services.start('worker', ENTRY.worker.entry, { ...temporalEnv, DELIVERY_API_URL: SIMULATOR_URL, WORKER_MAKE_CURRENT: 'never', ...workerMetricsEnv(0) }, ENTRY.worker.ready),
+    services.start('worker', ENTRY.worker.entry, { ...temporalEnv, ...accountsEnv, DELIVERY_API_URL: SIMULATOR_URL, WORKER_MAKE_CURRENT: 'never', ...workerMetricsEnv(0) }, ENTRY.worker.ready),
     services.start('fleet', ENTRY.fleet.entry, { ...temporalEnv, ...fleetMetricsEnv() }, ENTRY.fleet.ready),
-    services.start('bridge', ENTRY.bridge.entry, { ...temporalEnv, DELIVERY_API_URL: SIMULATOR_URL, DELIVERY_WEBHOOK_SECRETS: webhook.secrets.join(',') }, ENTRY.bridge.ready),
+    services.start('bridge', ENTRY.bridge.entry, { ...temporalEnv, ...accountsEnv, DELIVERY_API_URL: SIMULATOR_URL, DELIVERY_WEBHOOK_SECRETS: webhook.secrets.join(',') }, ENTRY.bridge.ready),
     services.start('codec', ENTRY.codec.entry, { DELIVERY_PAYLOAD_KEYS: payloadKeys, CODEC_ALLOWED_ORIGIN: devServer.uiUrl }, ENTRY.codec.ready),
   ]);
   await makeStackVersionCurrent(temporalEnv, log);
@@ -114,7 +121,8 @@ async function main(): Promise<void> {
   log(`  Temporal         ${devServer.address} (namespace ${devServer.namespace})`);
   log(`  Temporal Web UI  ${devServer.uiUrl}`);
   log(`  provider sandbox ${SIMULATOR_URL} (API key: sandbox-key; dashboard ${SIMULATOR_URL}/_sim)`);
-  log(`  webhook bridge   ${BRIDGE_URL}/webhooks/delivery (recent webhooks and metrics: ${BRIDGE_ADMIN_URL}/, loopback only)`);
+  log(`  webhook bridge   ${BRIDGE_URL}/webhooks/delivery${accounts ? '/<account>' : ''} (recent webhooks and metrics: ${BRIDGE_ADMIN_URL}/, loopback only)`);
+  if (accounts) log(`  accounts         ${registryFile} (copy for the worker and bridge: ${accounts.file})`);
   log(`  codec endpoint   ${CODEC_URL} (the Web UI decrypts payloads through it)`);
   for (const line of describeMetrics(scraped)) log(line);
   log(prometheus ? `  Prometheus       ${prometheus.url} (alerts: ${prometheus.url}/alerts; data .data/prometheus, kept 2 days)` : '  Prometheus       not started (npm start -- --observe runs it)');

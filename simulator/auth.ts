@@ -9,9 +9,11 @@ import { LOCAL_SANDBOX_KEY } from '../provider/config';
 /** The key every simulator accepts; the only one ever printed (at startup). */
 export const DEFAULT_SANDBOX_KEY = LOCAL_SANDBOX_KEY;
 
-function sha256Hex(s: string): string {
-  return createHash('sha256').update(s, 'utf8').digest('hex');
+/** SHA-256 hex of a key: how keys are held and looked up. */
+export function keyDigest(key: string): string {
+  return createHash('sha256').update(key, 'utf8').digest('hex');
 }
+const sha256Hex = keyDigest;
 
 /** Non-reversible short form of a key for logs: sha256 hex, first 12 characters. */
 export function keyFingerprint(key: string): string {
@@ -19,12 +21,14 @@ export function keyFingerprint(key: string): string {
 }
 
 export interface Caller {
-  /** Full digest of the key: the data scope. */
+  /** The data scope: the key's digest, or its account's (accounts.ts). */
   scope: string;
+  /** The scope's first 12 characters, kept with each record. */
   fingerprint: string;
 }
 
-export type AuthResult = { ok: true; caller: Caller } | { ok: false; fingerprint: string | null; message: string };
+/** `fingerprint` is the presented key's (for the request log), null when none was sent. */
+export type AuthResult = { ok: true; caller: Caller; fingerprint: string } | { ok: false; fingerprint: string | null; message: string };
 
 export class KeyRing {
   private readonly digests = new Set<string>();
@@ -45,15 +49,19 @@ export class KeyRing {
     return this.digests.size;
   }
 
-  /** Checks an `Authorization: Bearer <key>` header. Lookup is by digest, never by raw key. */
-  authenticate(header: string | undefined): AuthResult {
+  /**
+   * Checks an `Authorization: Bearer <key>` header. Lookup is by digest, never by raw key: a
+   * registered account's current key first (its data scope is the account's), then these keys.
+   */
+  authenticate(header: string | undefined, accountScope: (digest: string) => string | undefined = () => undefined): AuthResult {
     if (!header) return { ok: false, fingerprint: null, message: 'missing Authorization header (expected: Bearer <API key>)' };
     const m = /^Bearer[ \t]+(\S.*)$/i.exec(header);
     const token = m?.[1]?.trim();
     if (!token) return { ok: false, fingerprint: null, message: 'Authorization header must be: Bearer <API key>' };
     const digest = sha256Hex(token);
     const fingerprint = digest.slice(0, 12);
-    if (!this.digests.has(digest)) return { ok: false, fingerprint, message: 'invalid API key' };
-    return { ok: true, caller: { scope: digest, fingerprint } };
+    const scope = accountScope(digest) ?? (this.digests.has(digest) ? digest : undefined);
+    if (scope === undefined) return { ok: false, fingerprint, message: 'invalid API key' };
+    return { ok: true, caller: { scope, fingerprint: scope.slice(0, 12) }, fingerprint };
   }
 }

@@ -2,6 +2,7 @@
  * The simulator's shared state, handed to the API, control and page modules. Built once by
  * server.ts; nothing here is global, so several simulators can run in one process (tests).
  */
+import type { AccountBook, AccountRegistration, RegisterResult, SimAccount } from './accounts';
 import type { CappedLog } from './capped-log';
 import type { Clock, TimeScale } from './clock';
 import type { Faults } from './faults';
@@ -32,8 +33,13 @@ export interface SimContext {
   readonly auto: AutoAdvancer;
   readonly webhooks: WebhookSender;
   readonly limiter: RollingWindowLimiter;
-  /** Digests of the accepted API keys (the limiter's and the store's scopes), the default key's first. */
+  /** The data scopes of the accepted API keys and of the registered accounts (the limiter's and the store's scopes), the default key's first. */
   readonly keyScopes: readonly string[];
+  /** Registered courier accounts (accounts.ts); kept across reset(). */
+  readonly accounts: AccountBook;
+  /** Registers or updates an account and applies its limits. */
+  registerAccount(id: string, registration: AccountRegistration): RegisterResult;
+  removeAccount(id: string): SimAccount | undefined;
   readonly requests: CappedLog<RequestLogEntry>;
   faults: Faults;
   random: () => number;
@@ -41,6 +47,6 @@ export interface SimContext {
   failReads: Map<string, number>;
   /** Base of tracking links; the listen URL unless configured. */
   publicBaseUrl: string;
-  /** Clears everything: records, windows, logs, webhook endpoint; faults back to defaults. */
+  /** Clears everything but the accounts: records, windows, logs, webhook endpoint; faults back to defaults. */
   reset(): void;
 }

@@ -3,13 +3,15 @@
  * data and rewrite any delivery, so it must never be reachable from outside the machine (the
  * simulator binds 127.0.0.1 by default for this reason), and the server lets through only
  * requests with its own Host, no foreign Origin, and JSON on every POST/PUT (provider/http-guard.ts),
- * so no web page can drive it or read it. It never returns the webhook secret, only its
- * fingerprint. Not rate limited, not in the request log. The dashboard (GET /_sim, dashboard.ts)
+ * so no web page can drive it or read it. It never returns an API key or a webhook secret, only
+ * their fingerprints. Not rate limited, not in the request log. The dashboard (GET /_sim, dashboard.ts)
  * drives these same routes from its own origin.
  */
 import { z } from 'zod';
 import { fieldIssues } from '../provider/validation';
 import { secretFingerprint, WebhookSecretSchema } from '../provider/webhook-signature';
+import { ACCOUNT_ID_RULE } from '../contract/accounts';
+import { AccountRegistrationSchema, type SimAccount, SimAccountIdSchema } from './accounts';
 import type { SimContext } from './context';
 import { dashboardPage, dashboardView } from './dashboard';
 import { FaultsPatchSchema, mergeFaults } from './faults';
@@ -79,6 +81,39 @@ const setWebhookEndpoint: Handler = (ctx, { body }) => {
   return { status: 200, body: endpointView(ctx) };
 };
 
+/** An account as the control API shows it: fingerprints, never the key or the secret. */
+const accountView = (a: SimAccount) => ({
+  id: a.id,
+  key_fingerprint: a.keyDigest.slice(0, 12),
+  webhook_url: a.webhook?.url ?? null,
+  secret_fingerprint: a.webhook ? secretFingerprint(a.webhook.secret) : null,
+  limits: a.limits,
+});
+
+const accountId = (params: string[]) => SimAccountIdSchema.safeParse(params[0] ?? '');
+
+/** Registers or updates the account: its key (replacing the one before), webhook endpoint and limits. */
+const putAccount: Handler = (ctx, { params, body }) => {
+  const id = accountId(params);
+  if (!id.success) return validationReply([{ field: 'id', message: ACCOUNT_ID_RULE }]);
+  const parsed = AccountRegistrationSchema.safeParse(body);
+  if (!parsed.success) return validationReply(fieldIssues(parsed.error));
+  const result = ctx.registerAccount(id.data, parsed.data);
+  if (!result.ok) return errorReply(409, 'conflict', result.message);
+  return { status: result.created ? 201 : 200, body: accountView(result.account) };
+};
+
+const getAccount: Handler = (ctx, { params }) => {
+  const a = ctx.accounts.get(params[0] ?? '');
+  return a ? { status: 200, body: accountView(a) } : errorReply(404, 'not_found', `no account ${params[0] ?? ''}`);
+};
+
+/** Removes the account: its key is refused from now on; its deliveries stay (their webhooks go to the simulator's endpoint). */
+const deleteAccount: Handler = (ctx, { params }) => {
+  const a = ctx.removeAccount(params[0] ?? '');
+  return a ? { status: 200, body: accountView(a) } : errorReply(404, 'not_found', `no account ${params[0] ?? ''}`);
+};
+
 const setFaults: Handler = (ctx, { body }) => {
   const parsed = FaultsPatchSchema.safeParse(body ?? {});
   if (!parsed.success) return validationReply(fieldIssues(parsed.error));
@@ -100,7 +135,7 @@ const webhooks: Handler = (ctx, { query }) => {
 
 const deliveries: Handler = (ctx) => ({
   status: 200,
-  body: { data: ctx.store.all().map((sd) => ({ key_fingerprint: sd.fingerprint, delivery: sd.record, order: sd.order })) },
+  body: { data: ctx.store.all().map((sd) => ({ key_fingerprint: sd.fingerprint, account: ctx.accounts.ofScope(sd.scope)?.id ?? null, delivery: sd.record, order: sd.order })) },
 });
 
 const FailReadsSchema = z.object({ count: z.number().int().min(0).max(1_000) }).strict();
@@ -129,6 +164,8 @@ export const CONTROL_ROUTES: readonly RouteTable<ControlEndpoint>[] = [
   { pattern: /^\/_sim\/deliveries\/([^/]+)\/advance$/, methods: { POST: json('optional', advance) } },
   { pattern: /^\/_sim\/deliveries\/([^/]+)\/fail-reads$/, methods: { POST: json('json', failReads) } },
   { pattern: /^\/_sim\/webhook-endpoint$/, methods: { PUT: json('json', setWebhookEndpoint), GET: json('none', (ctx) => ({ status: 200, body: endpointView(ctx) })) } },
+  { pattern: /^\/_sim\/accounts$/, methods: { GET: json('none', (ctx) => ({ status: 200, body: { data: ctx.accounts.all().map(accountView) } })) } },
+  { pattern: /^\/_sim\/accounts\/([^/]+)$/, methods: { PUT: json('json', putAccount), GET: json('none', getAccount), DELETE: json('none', deleteAccount) } },
   { pattern: /^\/_sim\/faults$/, methods: { POST: json('optional', setFaults), GET: json('none', (ctx) => ({ status: 200, body: ctx.faults })) } },
   { pattern: /^\/_sim\/requests$/, methods: { GET: json('none', requests) } },
   { pattern: /^\/_sim\/webhooks$/, methods: { GET: json('none', webhooks) } },

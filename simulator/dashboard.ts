@@ -91,7 +91,10 @@ export function dashboardView(ctx: SimContext): DashboardView {
   return {
     time_scale: ctx.scale.factor,
     // The digest's first 12 characters are the fingerprint logs show; never the key itself.
-    keys: ctx.keyScopes.map((scope, i) => ({ label: i === 0 ? 'default key' : `key ${i + 1}`, fingerprint: scope.slice(0, 12), gauges: FAMILIES.map((f) => gauge(ctx, scope, f)) })),
+    keys: ctx.keyScopes.map((scope, i) => {
+      const account = ctx.accounts.ofScope(scope)?.id;
+      return { label: account !== undefined ? `account ${account}` : i === 0 ? 'default key' : `key ${i + 1}`, fingerprint: scope.slice(0, 12), gauges: FAMILIES.map((f) => gauge(ctx, scope, f)) };
+    }),
     faults: ctx.faults,
     webhook_endpoint: ctx.webhooks.endpoint?.url ?? null,
     delivery_count: ctx.store.size,

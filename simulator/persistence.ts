@@ -3,6 +3,7 @@
  * is stopped and started again finds its deliveries where they were.
  *
  * Kept: deliveries and orders (per API key digest), idempotency records, the webhook endpoint,
+ * the registered accounts (key digests, never keys; their webhook URL, secret and limits),
  * webhook events that still have attempts to make (and the newest finished ones, for the
  * dashboard), when each delivery's next auto-advance step is due, and the indexes the request
  * and webhook-attempt logs count on from. Not kept: the logs' entries, rate windows, faults.
@@ -20,6 +21,7 @@ import { z } from 'zod';
 import { DeliveryRecordSchema, OrderRecordSchema, UtcTimestamp, WEBHOOK_EVENT_TYPES } from '../provider/schemas';
 import { fieldIssues } from '../provider/validation';
 import { WebhookSecretSchema } from '../provider/webhook-signature';
+import { SimAccountIdSchema, SimLimitsSchema } from './accounts';
 import { DISPATCH_STATES, WEBHOOK_MAX_ATTEMPTS } from './webhooks';
 
 export const STATE_FORMAT = 'delivery-orchestrator/simulator-state';
@@ -29,6 +31,16 @@ export const SAVED_FINISHED_EVENTS = 1_000;
 
 const epochMs = z.number().int().nonnegative();
 const digest = z.string().regex(/^[0-9a-f]{64}$/, { message: 'must be a SHA-256 hex digest' });
+
+const WebhookEndpointSchema = z.object({ url: z.url({ protocol: /^https?$/ }), secret: WebhookSecretSchema });
+
+const SavedAccountSchema = z.object({
+  id: SimAccountIdSchema,
+  scope: digest,
+  key_digest: digest,
+  webhook: WebhookEndpointSchema.nullable(),
+  limits: SimLimitsSchema.nullable(),
+});
 
 const SavedDeliverySchema = z.object({
   scope: digest,
@@ -73,7 +85,9 @@ export const StateFileSchema = z
     saved_at: UtcTimestamp,
     deliveries: z.array(SavedDeliverySchema),
     idempotency: z.array(SavedIdempotencySchema),
-    webhook_endpoint: z.object({ url: z.url({ protocol: /^https?$/ }), secret: WebhookSecretSchema }).nullable(),
+    webhook_endpoint: WebhookEndpointSchema.nullable(),
+    /** Absent in files written before accounts: none. */
+    accounts: z.array(SavedAccountSchema).default([]),
     webhook_events: z.array(SavedDispatchSchema),
     counters: z.object({ requests: z.number().int().nonnegative(), webhook_attempts: z.number().int().nonnegative() }),
   })
@@ -94,6 +108,16 @@ export const StateFileSchema = z
         if (destinations.has(x.id)) issue(['delivery', 'destinations', j, 'id'], `destination ${x.id} appears twice`);
         destinations.add(x.id);
       });
+    });
+    const ids = new Set<string>();
+    const keys = new Set<string>();
+    s.accounts.forEach((a, i) => {
+      if (ids.has(a.id)) ctx.addIssue({ code: 'custom', path: ['accounts', i, 'id'], message: `account ${a.id} appears twice` });
+      ids.add(a.id);
+      for (const d of new Set([a.scope, a.key_digest])) {
+        if (keys.has(d)) ctx.addIssue({ code: 'custom', path: ['accounts', i, 'key_digest'], message: `account ${a.id} shares a key with another account` });
+        keys.add(d);
+      }
     });
     s.idempotency.forEach((r, i) => {
       if (!deliveries.has(r.delivery_id)) ctx.addIssue({ code: 'custom', path: ['idempotency', i, 'delivery_id'], message: `no delivery ${r.delivery_id} in this file` });

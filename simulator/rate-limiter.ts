@@ -5,7 +5,8 @@
  *
  * Per key and family it keeps only the timestamps of accepted calls still inside the window,
  * in a ring buffer that never holds more than `limit` entries, so each call is amortised O(1)
- * and memory is bounded by (keys × families × limit).
+ * and memory is bounded by (keys × families × limit). A key may have limits of its own (a
+ * registered account's, simulator/accounts.ts); the others share the simulator's.
  */
 import type { CallFamily, RateLimit } from '../provider/limits';
 import type { Clock } from './clock';
@@ -18,7 +19,8 @@ class TimestampRing {
   private head = 0;
   size = 0;
 
-  constructor(private readonly capacity: number) {
+  /** Raised (never lowered) when the key's limit changes: entries already in the window stay. */
+  constructor(public capacity: number) {
     this.buf = new Float64Array(Math.min(capacity, 64));
   }
 
@@ -38,7 +40,7 @@ class TimestampRing {
   }
 
   private grow(): void {
-    const next = new Float64Array(Math.min(this.capacity, this.buf.length * 2));
+    const next = new Float64Array(Math.max(this.size + 1, Math.min(this.capacity, this.buf.length * 2)));
     for (let i = 0; i < this.size; i++) next[i] = this.buf[(this.head + i) % this.buf.length] as number;
     this.buf = next;
     this.head = 0;
@@ -58,23 +60,45 @@ export interface WindowUsage {
   freesInMs: number | null;
 }
 
+function checkLimits(limits: Readonly<Record<CallFamily, RateLimit>>): void {
+  for (const [family, l] of Object.entries(limits)) {
+    if (!Number.isInteger(l.limit) || l.limit < 1) throw new RangeError(`rate limit for ${family} must be a positive integer`);
+    if (!(l.windowMs > 0)) throw new RangeError(`rate window for ${family} must be positive`);
+  }
+}
+
 export class RollingWindowLimiter {
   private readonly windows = new Map<string, TimestampRing>();
+  private readonly keyLimits = new Map<string, Readonly<Record<CallFamily, RateLimit>>>();
 
   /** `limits` are in real milliseconds (already divided by the time scale). */
   constructor(
     private readonly limits: Readonly<Record<CallFamily, RateLimit>>,
     private readonly now: Clock,
   ) {
-    for (const [family, l] of Object.entries(limits)) {
-      if (!Number.isInteger(l.limit) || l.limit < 1) throw new RangeError(`rate limit for ${family} must be a positive integer`);
-      if (!(l.windowMs > 0)) throw new RangeError(`rate window for ${family} must be positive`);
+    checkLimits(limits);
+  }
+
+  /** A key's own limits (real milliseconds), or undefined for the shared ones; its calls already in a window keep counting. */
+  setKeyLimits(key: string, limits: Readonly<Record<CallFamily, RateLimit>> | undefined): void {
+    if (limits === undefined) this.keyLimits.delete(key);
+    else {
+      checkLimits(limits);
+      this.keyLimits.set(key, limits);
     }
+    for (const [family, l] of Object.entries(limits ?? this.limits) as [CallFamily, RateLimit][]) {
+      const ring = this.windows.get(`${family}\u0000${key}`);
+      if (ring) ring.capacity = Math.max(ring.capacity, l.limit);
+    }
+  }
+
+  private limitsOf(key: string): Readonly<Record<CallFamily, RateLimit>> {
+    return this.keyLimits.get(key) ?? this.limits;
   }
 
   /** Takes a slot if one is free, else says how long until the oldest call leaves the window. */
   tryAcquire(key: string, family: CallFamily): RateDecision {
-    const { limit, windowMs } = this.limits[family];
+    const { limit, windowMs } = this.limitsOf(key)[family];
     const t = this.now();
     const id = `${family}\u0000${key}`;
     let ring = this.windows.get(id);
@@ -95,7 +119,7 @@ export class RollingWindowLimiter {
    * until the oldest leaves it. Takes no slot.
    */
   usage(key: string, family: CallFamily): WindowUsage {
-    const { limit, windowMs } = this.limits[family];
+    const { limit, windowMs } = this.limitsOf(key)[family];
     const ring = this.windows.get(`${family}\u0000${key}`);
     const t = this.now();
     if (ring) prune(ring, t - windowMs);

@@ -21,6 +21,7 @@ import { isKnownDeliveryStatus, isTerminalDelivery } from '../provider/lifecycle
 import { PROVIDER_RATE_LIMITS, type CallFamily, type RateLimit } from '../provider/limits';
 import type { DeliveryRecord, OrderRecord } from '../provider/schemas';
 import { API_ROUTES, type ApiEndpoint } from './api';
+import { AccountBook, accountLimits, type AccountRegistration, type SimAccount } from './accounts';
 import { KeyRing } from './auth';
 import { CappedLog } from './capped-log';
 import { type Clock, iso, sleep, systemClock, TimeScale } from './clock';
@@ -111,12 +112,17 @@ export interface Simulator {
   saveState(): Promise<void>;
 }
 
-function resolveLimits(scale: TimeScale, overrides: SimulatorOptions['rateLimits'] = {}): Record<CallFamily, RateLimit> {
+/** The contract's limits with the simulator's overrides, in provider time. */
+function providerLimits(overrides: SimulatorOptions['rateLimits'] = {}): Record<CallFamily, RateLimit> {
   const out = {} as Record<CallFamily, RateLimit>;
-  for (const family of Object.keys(PROVIDER_RATE_LIMITS) as CallFamily[]) {
-    const l = { ...PROVIDER_RATE_LIMITS[family], ...overrides[family] };
-    out[family] = { limit: l.limit, windowMs: scale.real(l.windowMs) };
-  }
+  for (const family of Object.keys(PROVIDER_RATE_LIMITS) as CallFamily[]) out[family] = { ...PROVIDER_RATE_LIMITS[family], ...overrides[family] };
+  return out;
+}
+
+/** Provider-time limits → the limiter's real milliseconds. */
+function realLimits(scale: TimeScale, limits: Readonly<Record<CallFamily, RateLimit>>): Record<CallFamily, RateLimit> {
+  const out = {} as Record<CallFamily, RateLimit>;
+  for (const [family, l] of Object.entries(limits) as [CallFamily, RateLimit][]) out[family] = { limit: l.limit, windowMs: scale.real(l.windowMs) };
   return out;
 }
 
@@ -134,8 +140,12 @@ export function createSimulator(options: SimulatorOptions = {}): Simulator {
   const initialFaults: Faults = mergeFaults(DEFAULT_FAULTS, options.faults ?? {});
   const seed = options.seed ?? 1;
   const keys = new KeyRing(options.apiKeys);
+  const accounts = new AccountBook();
   const store = new Store();
-  const limiter = new RollingWindowLimiter(resolveLimits(scale, options.rateLimits), now);
+  const sharedLimits = providerLimits(options.rateLimits);
+  const limiter = new RollingWindowLimiter(realLimits(scale, sharedLimits), now);
+  /** An account's own limits apply to its scope's windows; without, the shared ones. */
+  const applyLimits = (a: SimAccount) => limiter.setKeyLimits(a.scope, a.limits === null ? undefined : realLimits(scale, accountLimits(a.limits, sharedLimits)));
 
   // The context is filled in below; the sender and lifecycle read faults/random through it.
   const ctx = {} as SimContext & { faults: Faults; random: () => number; publicBaseUrl: string };
@@ -148,6 +158,11 @@ export function createSimulator(options: SimulatorOptions = {}): Simulator {
     logCap,
     onError,
     onChange: () => persister?.markDirty(),
+    endpointFor: (deliveryId) => {
+      const sd = store.anyDelivery(deliveryId);
+      const account = sd && accounts.ofScope(sd.scope);
+      return account ? account.webhook : undefined;
+    },
   });
   const lifecycle = new Lifecycle({
     now,
@@ -184,7 +199,17 @@ export function createSimulator(options: SimulatorOptions = {}): Simulator {
     auto,
     webhooks,
     limiter,
-    keyScopes: keys.scopes(),
+    accounts,
+    registerAccount(id: string, registration: AccountRegistration) {
+      const result = accounts.register(id, registration);
+      if (result.ok) applyLimits(result.account);
+      return result;
+    },
+    removeAccount(id: string) {
+      const gone = accounts.remove(id);
+      if (gone) limiter.setKeyLimits(gone.scope, undefined);
+      return gone;
+    },
     requests,
     faults: { ...initialFaults },
     random: seededRandom(seed),
@@ -192,6 +217,8 @@ export function createSimulator(options: SimulatorOptions = {}): Simulator {
     publicBaseUrl: (options.publicBaseUrl ?? `http://${DEFAULT_HOST}:${DEFAULT_PORT}`).replace(/\/+$/, ''),
     reset,
   });
+  // Accounts are registered later and rotate keys: the gauges follow them.
+  Object.defineProperty(ctx, 'keyScopes', { get: () => [...new Set([...keys.scopes(), ...accounts.all().map((a) => a.scope)])] });
   webhooks.endpoint = options.webhook ?? null;
 
   // ---- state file -------------------------------------------------------------------------
@@ -220,6 +247,7 @@ export function createSimulator(options: SimulatorOptions = {}): Simulator {
         expires_at: record.expiresAt,
       })),
       webhook_endpoint: webhooks.endpoint,
+      accounts: accounts.all().map((a) => ({ id: a.id, scope: a.scope, key_digest: a.keyDigest, webhook: a.webhook, limits: a.limits })),
       webhook_events: webhooks.saved(SAVED_FINISHED_EVENTS),
       counters: { requests: requests.next, webhook_attempts: webhooks.attempts.next },
     };
@@ -233,6 +261,8 @@ export function createSimulator(options: SimulatorOptions = {}): Simulator {
     for (const r of state.idempotency) store.restoreIdempotency(r.scope, r.key, { canonicalBody: r.canonical_body, deliveryId: r.delivery_id, expiresAt: r.expires_at });
     // A configured endpoint wins; without one, the endpoint last set through /_sim is kept.
     if (!options.webhook && state.webhook_endpoint) webhooks.endpoint = state.webhook_endpoint;
+    accounts.restore(state.accounts.map((a) => ({ id: a.id, scope: a.scope, keyDigest: a.key_digest, webhook: a.webhook, limits: a.limits })));
+    for (const a of accounts.all()) applyLimits(a);
     webhooks.restore(state.webhook_events);
     requests.continueFrom(state.counters.requests);
     webhooks.attempts.continueFrom(state.counters.webhook_attempts);
@@ -273,8 +303,8 @@ export function createSimulator(options: SimulatorOptions = {}): Simulator {
 
   async function apiReply(req: IncomingMessage, method: string, u: URL, who: { fingerprint: string | null }): Promise<Reply> {
     if (roll(ctx.random, ctx.faults.error_rate)) return errorReply(503, 'service_unavailable', 'injected fault: service unavailable');
-    const auth = keys.authenticate(req.headers.authorization);
-    who.fingerprint = auth.ok ? auth.caller.fingerprint : auth.fingerprint;
+    const auth = keys.authenticate(req.headers.authorization, (digest) => accounts.byKeyDigest(digest)?.scope);
+    who.fingerprint = auth.fingerprint;
     if (!auth.ok) return { ...errorReply(401, 'unauthorized', auth.message), headers: { 'www-authenticate': 'Bearer' } };
 
     const route = matchRoute<ApiEndpoint>(API_ROUTES, method, u.pathname);

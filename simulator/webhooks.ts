@@ -86,6 +86,12 @@ export interface WebhookSenderOptions {
   onError: (message: string) => void;
   /** Called when an attempt changed an event's state (the state file marks itself dirty). */
   onChange?: () => void;
+  /**
+   * Where one delivery's events go: its account's endpoint (simulator/accounts.ts), `undefined`
+   * for a delivery of no account (the sender's `endpoint`). Asked at each event's first attempt
+   * and at resume.
+   */
+  endpointFor?: (deliveryId: string) => WebhookEndpoint | null | undefined;
 }
 
 /** An event's dispatch as the state file keeps it: when its next attempt is due, if it has one. */
@@ -139,7 +145,7 @@ export class WebhookSender {
   private route(event: WebhookEvent): void {
     if (this.closed) return;
     const faults = this.o.faults();
-    const endpoint = this.endpoint;
+    const endpoint = this.endpointOf(event.data.delivery_id);
     if (!endpoint) {
       this.track(event, 0, 'no_endpoint');
       return;
@@ -179,6 +185,11 @@ export class WebhookSender {
       this.startFirst(first);
     }
     for (const j of rest) this.startFirst(j);
+  }
+
+  private endpointOf(deliveryId: string): WebhookEndpoint | null {
+    const own = this.o.endpointFor?.(deliveryId);
+    return own === undefined ? this.endpoint : own;
   }
 
   private track(event: WebhookEvent, copy: number, state: DispatchState): WebhookDispatch {
@@ -317,14 +328,14 @@ export class WebhookSender {
   /**
    * Sends restored events on: first attempts at once (one delivery's in their order), retries
    * when they are due (at once if that time passed while the simulator was stopped). They go to
-   * the current endpoint, signed with its secret.
+   * the current endpoint of their delivery's account (or the sender's), signed with its secret.
    */
   resume(): void {
     const list = this.toResume;
     this.toResume = [];
     for (const dispatch of list) {
       if (!PENDING_STATES.has(dispatch.state)) continue;
-      const endpoint = this.endpoint;
+      const endpoint = this.endpointOf(dispatch.delivery_id);
       if (!endpoint) {
         dispatch.state = 'no_endpoint';
         this.retryDue.delete(dispatch);

@@ -75,7 +75,7 @@ async function signalsIn(workflowId: string): Promise<number> {
   return (history.events ?? []).filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'statusChanged').length;
 }
 
-const webhooks = (outcome: string, reason: string) => ['bridge_webhooks_total', { outcome, reason }] as const;
+const webhooks = (outcome: string, reason: string) => ['bridge_webhooks_total', { account: 'default', outcome, reason }] as const;
 
 describe('the hardened webhook bridge', () => {
   it(`survives ${FUZZ_REQUESTS} random and malformed requests and accepts none of them`, async () => {
@@ -412,7 +412,7 @@ describe('what a replay or a flood costs (issue 17)', () => {
       expect(html).toContain(`<td>${JSON.parse(real.body).id}</td>`);
       expect(html).not.toContain('evt_junk');
       const m = parsePrometheusText(await (await request(b.adminUrl + '/metrics')).body.text());
-      expect(m.value('bridge_webhooks_total', { outcome: 'rejected', reason: 'no_matching_signature' })).toBe(250);
+      expect(m.value('bridge_webhooks_total', { account: 'default', outcome: 'rejected', reason: 'no_matching_signature' })).toBe(250);
       expect(m.value('bridge_rejected_log_lines_suppressed_total')).toBe(230);
     } finally {
       await b.stop();

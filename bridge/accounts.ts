@@ -1,0 +1,84 @@
+/**
+ * The courier accounts the bridge serves (docs/accounts.md): for each, the secrets its webhooks
+ * are signed with and a ProviderClient with its own key and base URL for the look-ups. From the
+ * account registry (DELIVERY_ACCOUNTS_FILE, re-read when it changes), or, for a bridge built the
+ * way it was before accounts, the one `default` account of a client and a list of secrets.
+ *
+ * Secrets and keys are read at each use through the registry, so a rotated one works from the
+ * next webhook without a restart; a client is made the first time an account needs one and made
+ * anew when the account's base URL changes (a removed account's is closed).
+ */
+import { readFileSync } from 'node:fs';
+import { DEFAULT_ACCOUNT } from '../contract/accounts';
+import type { AccountRegistry } from '../accounts/registry';
+import { ProviderClient, type ProviderClientOptions } from '../provider/client';
+
+export interface BridgeAccount {
+  readonly id: string;
+  /** Read at each use; empty when the account has none. Throws (naming the account) when they cannot be read. */
+  webhookSecrets(): string[];
+  /** Its own key and base URL: look-ups of its deliveries. */
+  readonly provider: ProviderClient;
+}
+
+export interface BridgeAccounts {
+  get(id: string): BridgeAccount | undefined;
+  /**
+   * The work of reading an account's secrets, for a webhook to an account that is not served, so
+   * its refusal takes as long as a known account's (a secrets file read at each webhook).
+   */
+  decoyRead(): void;
+  close(): Promise<void>;
+}
+
+/** The bridge before accounts: one client, one list of secrets, the `default` account. close() closes the client. */
+export function singleAccount(provider: ProviderClient, secrets: readonly string[]): BridgeAccounts {
+  const account: BridgeAccount = { id: DEFAULT_ACCOUNT, webhookSecrets: () => [...secrets], provider };
+  return { get: (id) => (id === DEFAULT_ACCOUNT ? account : undefined), decoyRead: () => undefined, close: () => provider.close() };
+}
+
+/** Every account of the registry; `client` holds the settings all their clients share (timeouts, pool size, Retry-After cap). */
+export function registryAccounts(registry: AccountRegistry, client: Omit<ProviderClientOptions, 'baseUrl' | 'apiKey'> = {}): BridgeAccounts {
+  const clients = new Map<string, { baseUrl: string; provider: ProviderClient }>();
+  const drop = (id: string) => {
+    const c = clients.get(id);
+    clients.delete(id);
+    void c?.provider.close().catch(() => undefined);
+  };
+  const unsubscribe = registry.onChange((change) => {
+    if (change instanceof Error) return;
+    for (const id of change.removed) drop(id);
+  });
+  return {
+    get(id) {
+      const account = registry.get(id);
+      if (!account) return undefined;
+      return {
+        id,
+        webhookSecrets: () => account.webhookSecrets(),
+        // Made when a verified webhook needs a look-up, not for every request naming the account.
+        get provider() {
+          let c = clients.get(id);
+          if (c?.baseUrl !== account.baseUrl) {
+            if (c) drop(id);
+            c = { baseUrl: account.baseUrl, provider: new ProviderClient({ ...client, baseUrl: account.baseUrl, apiKey: () => registry.require(id).apiKey() }) };
+            clients.set(id, c);
+          }
+          return c.provider;
+        },
+      };
+    },
+    decoyRead() {
+      try {
+        readFileSync(registry.source, 'utf8');
+      } catch {
+        // only the time it takes matters
+      }
+    },
+    async close() {
+      unsubscribe();
+      await Promise.all([...clients.values()].map((c) => c.provider.close()));
+      clients.clear();
+    },
+  };
+}
