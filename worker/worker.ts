@@ -17,6 +17,7 @@ import { DEFAULT_ACCOUNT } from '../contract/accounts';
 import type { ProviderActivities } from '../activities/provider-activities';
 import { createStartCheckActivities } from '../activities/start-checks';
 import { createNotifyActivities } from '../activities/notify-activities';
+import { configTargets, registryTargets } from '../notifications/targets';
 import type { NotifyConfig } from '../notifications/config';
 import { DEFAULT_RETRY_SCHEDULE } from '../notifications/retry-schedule';
 import type { CallFamily } from '../provider/limits';
@@ -106,6 +107,8 @@ export async function createDeliveryWorkers(o: DeliveryWorkerOptions): Promise<D
     o.deployment ? { workerDeploymentOptions: { useWorkerVersioning: true as const, version: o.deployment, defaultVersioningBehavior: behavior } } : {};
 
   const notify: NotifyConfig = o.notify ?? { endpoints: new Map(), retryScheduleMs: DEFAULT_RETRY_SCHEDULE };
+  // Each account's own endpoints (the registry's; without a registry file, DELIVERY_NOTIFY_* are `default`'s).
+  const notifyTargets = o.accounts ? registryTargets(o.accounts) : configTargets(notify);
   const workflowBundle = await workflowBundleFor(o.workflowBundle, o.tracing !== undefined);
   const gateActivities = createGateActivities({ client: o.client, settings: pacing, accounts: o.accounts, onDeliveryStarted: o.metrics && (() => o.metrics!.deliveryStarted()) });
   const workflowWorker = await Worker.create({
@@ -114,7 +117,7 @@ export async function createDeliveryWorkers(o: DeliveryWorkerOptions): Promise<D
     ...versioned('PINNED'),
     taskQueue: o.taskQueue,
     workflowBundle,
-    activities: { ...gateActivities, ...createStartCheckActivities(new Set(notify.endpoints.keys()), o.accounts) },
+    activities: { ...gateActivities, ...createStartCheckActivities(notifyTargets, o.accounts) },
     nexusServices: [deliveriesServiceHandler], // the Nexus service `deliveries` (nexus/handlers.ts)
     maxCachedWorkflows: o.maxCachedWorkflows,
     maxConcurrentWorkflowTaskExecutions: o.maxConcurrentWorkflowTasks ?? DEFAULT_MAX_CONCURRENT_WORKFLOW_TASKS,
@@ -150,7 +153,7 @@ export async function createDeliveryWorkers(o: DeliveryWorkerOptions): Promise<D
     ...base,
     ...versioned('PINNED'), // as the provider calls: a pinned delivery's notifications go out from its build
     taskQueue: notificationsTaskQueue(o.taskQueue),
-    activities: createNotifyActivities(notify, undefined, o.metrics),
+    activities: createNotifyActivities(notify, undefined, o.metrics, notifyTargets),
     maxConcurrentActivityTaskExecutions: o.maxConcurrentActivities ?? 200,
   });
   const workers = [workflowWorker, gateWorker, ...activityWorkers, notifyWorker];
