@@ -159,7 +159,7 @@ export class DeliveryClient {
    * Connects with the environment's settings; with none, to the local stack. With
    * OTEL_EXPORTER_OTLP_ENDPOINT set, each call is traced and its trace carried into the workflow
    * (tracing/install.ts); a caller with its own OpenTelemetry SDK passes its own `temporal` Client
-   * with the SDK's OpenTelemetryWorkflowClientInterceptor instead (docs/operations.md, "Traces").
+   * with the SDK's OpenTelemetryWorkflowClientInterceptor instead (docs/monitoring.md, "Traces").
    */
   static async connect(settings: { temporal?: TemporalSettings; provider?: ProviderConfig; account?: string } = {}): Promise<DeliveryClient> {
     const t = settings.temporal ?? temporalSettingsFromEnv();

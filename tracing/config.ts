@@ -2,7 +2,7 @@
 /**
  * Whether this process exports traces, from OpenTelemetry's standard variables: only when
  * OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set. Unset: no tracer, no
- * interceptor, no header on any message (docs/operations.md, "Traces").
+ * interceptor, no header on any message (docs/monitoring.md, "Traces").
  */
 import { z } from 'zod';
 import { parseEnv } from '../provider/validation';
