@@ -18,7 +18,10 @@ export function tracedWorkerOptions(tracing: Tracing | undefined, runsWorkflows:
   };
 }
 
-/** Whether a bundle's code has the workflow interceptors (a bundle made without tracing has none). */
+/**
+ * Whether a bundle's code has the workflow interceptors (a bundle made without tracing has none):
+ * their class's declaration, which no other bundled module has (a file name could be in a comment).
+ */
 export function bundleIsTraced(code: string): boolean {
-  return code.includes('tracing-interceptors');
+  return code.includes('class DeliveryTraceInbound');
 }
