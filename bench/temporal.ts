@@ -11,6 +11,7 @@ import { Client, type DataConverter } from '@temporalio/client';
 import type { temporal } from '@temporalio/proto';
 import { PROVIDER_RATE_LIMITS, type CallFamily, type RateLimit } from '../provider/limits';
 import { generateWebhookSecret } from '../provider/webhook-signature';
+import { WEBHOOK_PATH } from '../bridge/server';
 import { ENTRY, ProcessGroup, removeWorkflowBundleFile, workflowBundleFile, type ProcessGroupOptions } from '../scripts/processes';
 import { createSimulator, type Simulator, type SimulatorOptions } from '../simulator/server';
 import { connectClient } from '../temporal/client-connection';
@@ -137,7 +138,7 @@ export async function benchStack<S>(progress: (line: string) => void, start: (pr
     async bridge(apiUrl: string, sim?: Simulator) {
       const secret = generateWebhookSecret();
       const process = await startProcess('bridge', apiUrl, { DELIVERY_WEBHOOK_SECRETS: secret, BRIDGE_HOST: '127.0.0.1', BRIDGE_PORT: '0', BRIDGE_ADMIN_PORT: '0' });
-      const url = /^bridge: listening on (\S+)/m.exec(process.output())![1]!; // its ready line
+      const url = /^bridge: listening on (\S+?): /m.exec(process.output())![1]! + WEBHOOK_PATH; // its ready line names its base URL
       sim?.setWebhookEndpoint({ url, secret });
       return { process, url, secret };
     },

@@ -8,8 +8,8 @@
  */
 import * as otel from '@opentelemetry/api';
 import { OpenTelemetryInboundInterceptor, OpenTelemetryInternalsInterceptor, OpenTelemetryOutboundInterceptor } from '@temporalio/interceptors-opentelemetry/lib/workflow';
-import { extractContextFromHeaders } from '@temporalio/interceptors-opentelemetry/lib/instrumentation';
-import { workflowInfo, type Next, type SignalInput, type WorkflowExecuteInput, type WorkflowInboundCallsInterceptor, type WorkflowInterceptors } from '@temporalio/workflow';
+import { extractContextFromHeaders, headersWithContext } from '@temporalio/interceptors-opentelemetry/lib/instrumentation';
+import { workflowInfo, type ActivityInput, type LocalActivityInput, type Next, type SignalInput, type WorkflowOutboundCallsInterceptor, type WorkflowExecuteInput, type WorkflowInboundCallsInterceptor, type WorkflowInterceptors } from '@temporalio/workflow';
 
 class DeliveryTraceInbound extends OpenTelemetryInboundInterceptor {
   private run: otel.Context | undefined;
@@ -35,8 +35,36 @@ class DeliveryTraceInbound extends OpenTelemetryInboundInterceptor {
   }
 }
 
-export const interceptors = (): WorkflowInterceptors => ({
-  inbound: [workflowInfo().workflowType === 'delivery' ? new DeliveryTraceInbound() : new OpenTelemetryInboundInterceptor()],
-  outbound: [new OpenTelemetryOutboundInterceptor()],
-  internals: [new OpenTelemetryInternalsInterceptor()],
-});
+/**
+ * The pacing gate upgrades in place and replays histories recorded by workers with tracing off (or
+ * on): the SDK's interceptors yield to the event loop around each command, which moves the gate's
+ * `patched()` markers against its commands, so a traced worker could not replay an untraced gate's
+ * history (test/temporal/replay.test.ts replays the baseline both ways). The gate gets only this:
+ * the active context (a delivery's, from inTraceOf) put into its activities' headers, at once, so
+ * their spans join the delivery's trace and its commands are those of an untraced gate.
+ */
+class GateContextOutbound implements WorkflowOutboundCallsInterceptor {
+  constructor() {
+    // The SDK's interceptors register its tracer provider, context manager and W3C propagator in
+    // the sandbox when first made; without them inTraceOf would find no context to run in.
+    void new OpenTelemetryOutboundInterceptor();
+  }
+
+  scheduleActivity(input: ActivityInput, next: Next<WorkflowOutboundCallsInterceptor, 'scheduleActivity'>) {
+    return next({ ...input, headers: headersWithContext(input.headers) });
+  }
+
+  scheduleLocalActivity(input: LocalActivityInput, next: Next<WorkflowOutboundCallsInterceptor, 'scheduleLocalActivity'>) {
+    return next({ ...input, headers: headersWithContext(input.headers) });
+  }
+}
+
+export const interceptors = (): WorkflowInterceptors => {
+  const type = workflowInfo().workflowType;
+  if (type === 'pacingGate') return { outbound: [new GateContextOutbound()], internals: [new OpenTelemetryInternalsInterceptor()] };
+  return {
+    inbound: [type === 'delivery' ? new DeliveryTraceInbound() : new OpenTelemetryInboundInterceptor()],
+    outbound: [new OpenTelemetryOutboundInterceptor()],
+    internals: [new OpenTelemetryInternalsInterceptor()],
+  };
+};

@@ -40,7 +40,7 @@ describe('a delivery, end to end', () => {
   it('is created once, followed through signed webhooks, and ends DELIVERED with a tracking link per destination', async () => {
     const reference = newReference();
     const started = await stack.deliveries.startDelivery(order(3), { reference });
-    expect(started).toEqual({ reference, workflowId: `delivery:${reference}`, alreadyStarted: false });
+    expect(started).toEqual({ reference, account: 'default', workflowId: `delivery:${reference}`, alreadyStarted: false });
     const again = await stack.deliveries.startDelivery(order(3), { reference });
     expect(again.alreadyStarted).toBe(true);
 
@@ -127,6 +127,7 @@ describe('a delivery, end to end', () => {
       IsFood: true,
       DestinationCount: 2,
       QuotedPrice: s.quote!.price.amount,
+      DeliveryAccount: 'default',
     });
     const personal = [o.pickup_location.last_name, o.pickup_location.address, ...o.destinations.flatMap((d) => [d.location.last_name, d.location.phone, d.location.address])];
     for (const p of personal) expect(JSON.stringify(all)).not.toContain(p);

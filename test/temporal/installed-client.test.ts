@@ -172,7 +172,7 @@ describe('the client package installed by an order system', () => {
     expect(existsSync(join(pkg, 'dist/client/index.js'))).toBe(true);
     expect(existsSync(join(pkg, 'dist/client/index.d.ts'))).toBe(true);
     // Only what the client's imports reach: no worker, workflow bundle, bridge or simulator code.
-    expect(readdirSync(join(pkg, 'dist')).sort()).toEqual(['client', 'contract', 'provider', 'temporal', 'workflows']);
+    expect(readdirSync(join(pkg, 'dist')).sort()).toEqual(['client', 'contract', 'provider', 'temporal', 'tracing', 'workflows']);
     expect(readdirSync(join(pkg, 'dist/workflows')).filter((f) => f.endsWith('.js')).sort()).toEqual(['details.js', 'quote-fingerprint.js', 'start-options.js']);
     for (const absent of ['tsx', 'esbuild', '@temporalio/worker', '@temporalio/core-bridge', '@temporalio/testing', 'jest', 'typescript', 'prom-client']) {
       expect([absent, existsSync(join(app, 'node_modules', absent))]).toEqual([absent, false]);

@@ -7,6 +7,7 @@
 import { Worker } from '@temporalio/worker';
 import { recordedHistories } from '../helpers/histories';
 import { workflowBundle } from '../helpers/workers';
+import { bundleWorkflows } from '../../worker/worker';
 
 describe('recorded delivery histories', () => {
   const histories = recordedHistories();
@@ -18,11 +19,19 @@ describe('recorded delivery histories', () => {
     expect(histories.some((h) => h.workflowId.includes('pacing-gate'))).toBe(true);
   });
 
-  it('all replay with the current workflow code', async () => {
+  // A worker with tracing on (workflows/tracing-interceptors.ts) replays the same histories: its
+  // interceptors add spans and headers, never a command, and the gate, which upgrades in place,
+  // must replay what workers with tracing off recorded.
+  it.each([
+    ['the current workflow code', () => workflowBundle()],
+    ['the current workflow code with tracing on', () => bundleWorkflows(undefined, { tracing: true })],
+  ])('all replay with %s', async (_name, bundle) => {
     const failures: string[] = [];
     const replayed: string[] = [];
     const fileOf = new Map(histories.map((h) => [h.workflowId, `${h.generation}/${h.file}`]));
-    for await (const result of Worker.runReplayHistories({ workflowBundle: await workflowBundle() }, histories)) {
+    // The traced bundle's span sink, unused in a replay (the SDK calls no sink while replaying).
+    const sinks = { exporter: { export: { fn: () => undefined } } };
+    for await (const result of Worker.runReplayHistories({ workflowBundle: await bundle(), sinks }, histories)) {
       replayed.push(result.workflowId);
       if (result.error) failures.push(`${fileOf.get(result.workflowId)} (${result.workflowId}): ${result.error.message}`);
     }

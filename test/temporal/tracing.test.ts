@@ -134,7 +134,8 @@ it('one delivery is one trace from the order system’s start to the courier’s
   // The quote's HTTP call runs in the gate's quote activity, under the order's wait in the gate.
   const parentOf = (s: JaegerSpan) => trace.spans.find((p) => p.spanID === s.references.find((r) => r.refType === 'CHILD_OF')?.spanID);
   const chain = (s: JaegerSpan | undefined): string[] => (s ? [s.operationName, ...chain(parentOf(s))] : []);
-  expect(chain(spans('POST /v1/quotes')[0])).toEqual(expect.arrayContaining(['RunActivity:quoteInGate', 'StartActivity:quoteInGate', 'GateWait:quotes', 'RunActivity:askGate', 'RunWorkflow:delivery', 'StartWorkflow:delivery']));
+  // The gate schedules its calls with no StartActivity span of its own (workflows/tracing-interceptors.ts: its commands stay an untraced gate's): the call's span is the GateWait's child.
+  expect(chain(spans('POST /v1/quotes')[0])).toEqual(expect.arrayContaining(['RunActivity:quoteInGate', 'GateWait:quotes', 'RunActivity:askGate', 'RunWorkflow:delivery', 'StartWorkflow:delivery']));
 
   // The bridge's status signals are handled in the delivery's trace, linked to the bridge's trace of the webhook.
   const handled = spans('HandleSignal:statusChanged');
