@@ -53,17 +53,9 @@ export async function fleetBenchmark(): Promise<BenchmarkOutput> {
     const oldestAge = m.value('delivery_fleet_oldest_age_seconds', { account: 'default', status: 'ASSIGNED' });
     progress(`${POLLS} polls: ${counts} counts, ${lists} list pages; ${perStatusPer30s.toFixed(2)} queries per status per 30 s at a ${PERIOD_S} s period`);
     return {
-      open_deliveries: items.length,
-      statuses: FLEET_STATUSES.length,
-      polls: POLLS,
-      period_s: PERIOD_S,
-      count_queries_per_poll: counts / POLLS,
-      list_queries_per_poll: lists / POLLS,
-      queries_per_status_per_30s: Math.round(perStatusPer30s * 100) / 100,
-      poll_ms_max: Math.round(Math.max(...pollMs)),
-      oldest_known_after_polls_assigned: knownAfter.ASSIGNED ?? -1,
-      oldest_known_after_polls_picked_up: knownAfter.PICKED_UP ?? -1,
-      oldest_known_after_polls_created: knownAfter.CREATED ?? -1,
+      ...{ open_deliveries: items.length, statuses: FLEET_STATUSES.length, polls: POLLS, period_s: PERIOD_S, count_queries_per_poll: counts / POLLS, list_queries_per_poll: lists / POLLS },
+      ...{ queries_per_status_per_30s: Math.round(perStatusPer30s * 100) / 100, poll_ms_max: Math.round(Math.max(...pollMs)) },
+      ...Object.fromEntries(Object.keys(SHARES).map((s) => [`oldest_known_after_polls_${s.toLowerCase()}`, knownAfter[s] ?? -1])),
       oldest_assigned_age_error_s: Math.round(Math.abs(oldestAge - (Date.now() - firstStart) / 1000) * 10) / 10,
     };
   } finally {

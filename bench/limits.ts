@@ -76,20 +76,11 @@ interface Context {
 }
 
 function startWorkers(ctx: Context, o: { taskQueue: string; url: string; key: string; pacing: 'gate' | 'task-queue'; env?: (i: number) => Record<string, string>; name?: string }) {
-  const env = {
-    DELIVERY_API_KEY: o.key,
-    LOG_LEVEL: 'WARN',
-    DELIVERY_TASK_QUEUE: o.taskQueue,
-    DELIVERY_API_TIMEOUT_MS: '9500',
-    PROVIDER_RATE_LIMITS: rateLimitsEnv(LIMITS),
-    PROVIDER_PACING: o.pacing,
-    // Provider-time quantities: the slot margin and the least life a shared quote must have left.
-    PROVIDER_PACING_MARGIN_MS: String(Math.round(250 / SCALE)),
-    PROVIDER_QUOTE_MIN_REMAINING_MS: String(Math.round(60_000 / SCALE)),
-    PROVIDER_CALL_TIMEOUT_MS: '10000',
-    WORKER_WORKFLOW_BUNDLE: ctx.bundle,
-  };
-  return Promise.all(Array.from({ length: workerCount() }, (_, i) => ctx.stack.start('worker', o.url, { ...env, ...o.env?.(i) }, { name: `${o.name ?? 'worker'}-${i + 1}`, inherit: true })));
+  // Provider-time quantities: the slot margin and the least life a shared quote must have left.
+  const scaled = { PROVIDER_PACING_MARGIN_MS: String(Math.round(250 / SCALE)), PROVIDER_QUOTE_MIN_REMAINING_MS: String(Math.round(60_000 / SCALE)) };
+  const base = { DELIVERY_API_KEY: o.key, LOG_LEVEL: 'WARN', DELIVERY_TASK_QUEUE: o.taskQueue, DELIVERY_API_TIMEOUT_MS: '9500', PROVIDER_CALL_TIMEOUT_MS: '10000', WORKER_WORKFLOW_BUNDLE: ctx.bundle };
+  const env = (i: number) => ({ ...base, PROVIDER_RATE_LIMITS: rateLimitsEnv(LIMITS), PROVIDER_PACING: o.pacing, ...scaled, ...o.env?.(i) });
+  return Promise.all(Array.from({ length: workerCount() }, (_, i) => ctx.stack.start('worker', o.url, env(i), { name: `${o.name ?? 'worker'}-${i + 1}`, inherit: true })));
 }
 
 /** When the simulator created each order's delivery, waiting until all are or the deadline passes. */
@@ -299,15 +290,13 @@ async function naivePhase(ctx: Context): Promise<BacklogFigures> {
   const quotedAt = new Map<string, number>();
   progress(`naive: ${orders.length} orders at once`);
   try {
-    await Promise.all(
-      orders.map(async (o) => {
-        startedAt.set(o.reference, Date.now());
-        const body = { ...o.order, reference_number: o.reference };
-        if (!(await withRetry(() => api.quote(body)))) return;
-        quotedAt.set(o.reference, Date.now());
-        await withRetry(() => api.createDelivery(body, { idempotencyKey: `naive:${o.reference}` }));
-      }),
-    );
+    await Promise.all(orders.map(async (o) => {
+      startedAt.set(o.reference, Date.now());
+      const body = { ...o.order, reference_number: o.reference };
+      if (!(await withRetry(() => api.quote(body)))) return;
+      quotedAt.set(o.reference, Date.now());
+      await withRetry(() => api.createDelivery(body, { idempotencyKey: `naive:${o.reference}` }));
+    }));
     return backlogFigures('naive', orders, startedAt, quotedAt, await waitCreated(sim, orders, Date.now(), 'naive'), callLog(sim));
   } finally {
     await api.close();
@@ -317,13 +306,8 @@ async function naivePhase(ctx: Context): Promise<BacklogFigures> {
 export async function limitsBenchmark(): Promise<BenchmarkOutput> {
   const stack = await benchStack<object>(progress, onCluster() ? startBenchCluster : startBenchServer, TIME_LIMIT_MS);
   const ctx: Context = { stack, temporal: await stack.client(), bundle: await stack.bundle() };
-  const figures: Record<string, number | string> = {
-    worker_processes: workerCount(),
-    scale: SCALE,
-    orders: ORDERS,
-    creations_limit: `${LIMITS.creations.limit} per ${LIMITS.creations.windowMs / 1000} s`,
-    quotes_limit: `${LIMITS.quotes.limit} per ${LIMITS.quotes.windowMs / 1000} s`,
-  };
+  const limit = (l: { limit: number; windowMs: number }) => `${l.limit} per ${l.windowMs / 1000} s`;
+  const figures: Record<string, number | string> = { worker_processes: workerCount(), scale: SCALE, orders: ORDERS, creations_limit: limit(LIMITS.creations), quotes_limit: limit(LIMITS.quotes) };
   const prefixed = (p: string, f: BacklogFigures) => Object.fromEntries(Object.entries(f).map(([k, v]) => [`${p}_${k}`, v]));
   try {
     if (PHASES.includes('gate')) Object.assign(figures, prefixed('gate', await backlogPhase(ctx, 'gate')));

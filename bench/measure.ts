@@ -90,14 +90,10 @@ export function p50p99(name: string, ms: readonly number[], digits = 2): Record<
 export async function pool<T>(items: T[], concurrency: number, one: (item: T, index: number) => Promise<void>): Promise<number> {
   let next = 0;
   const started = performance.now();
-  await Promise.all(
-    Array.from({ length: Math.min(concurrency, items.length) }, async () => {
-      while (next < items.length) {
-        const i = next++;
-        await one(items[i]!, i);
-      }
-    }),
-  );
+  const caller = async () => {
+    for (let i = next++; i < items.length; i = next++) await one(items[i]!, i);
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, items.length) }, caller));
   return items.length / ((performance.now() - started) / 1000);
 }
 
@@ -137,15 +133,19 @@ export async function serial<T>(items: T[], send: (item: T) => Promise<void>): P
 
 const TICKS_PER_SECOND = 100; // USER_HZ, 100 on every Linux this runs on
 
-/** A process's /proc/<pid>/stat fields after its name (its state first, then its parent); undefined when it is gone or not Linux. */
-export function procStat(pid: number | undefined): string[] | undefined {
-  if (pid === undefined) return undefined;
+/** A file of /proc; undefined when it is gone (its process ended) or not Linux. */
+function readProc(path: string): string | undefined {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return readFileSync(path, 'utf8');
   } catch {
     return undefined;
   }
+}
+
+/** A process's /proc/<pid>/stat fields after its name (its state first, then its parent); undefined when it is gone or not Linux. */
+export function procStat(pid: number | undefined): string[] | undefined {
+  const stat = pid === undefined ? undefined : readProc(`/proc/${pid}/stat`);
+  return stat?.slice(stat.lastIndexOf(')') + 2).split(' ');
 }
 
 /** CPU seconds (user + system, all threads) a process has used so far, from /proc; undefined when it is gone or not Linux. */
@@ -156,27 +156,18 @@ export function processCpuSeconds(pid: number | undefined): number | undefined {
 
 /** A process's resident memory now (VmRSS) and at its peak (VmHWM), in MiB, from /proc; undefined when it is gone. */
 export function processMemoryMiB(pid: number | undefined): { rss: number; peak: number } | undefined {
-  if (pid === undefined) return undefined;
-  try {
-    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-    const mib = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1] ?? NaN) / 1024;
-    return { rss: mib('VmRSS'), peak: mib('VmHWM') };
-  } catch {
-    return undefined;
-  }
+  const status = pid === undefined ? undefined : readProc(`/proc/${pid}/status`);
+  const mib = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status!)?.[1] ?? NaN) / 1024;
+  return status === undefined ? undefined : { rss: mib('VmRSS'), peak: mib('VmHWM') };
 }
 
 /** The machine's CPU seconds so far, busy and in all, summed over its cores, from /proc/stat. */
 export function machineCpuSeconds(): { busy: number; total: number } | undefined {
-  try {
-    const line = readFileSync('/proc/stat', 'utf8').split('\n')[0]!;
-    const t = line.trim().split(/\s+/).slice(1).map(Number);
-    const total = t.slice(0, 8).reduce((a, b) => a + b, 0);
-    const idle = (t[3] ?? 0) + (t[4] ?? 0);
-    return { busy: (total - idle) / TICKS_PER_SECOND, total: total / TICKS_PER_SECOND };
-  } catch {
-    return undefined;
-  }
+  const t = readProc('/proc/stat')?.split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+  if (!t) return undefined;
+  const total = t.slice(0, 8).reduce((a, b) => a + b, 0);
+  const idle = (t[3] ?? 0) + (t[4] ?? 0);
+  return { busy: (total - idle) / TICKS_PER_SECOND, total: total / TICKS_PER_SECOND };
 }
 
 /**

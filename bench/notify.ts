@@ -37,6 +37,8 @@ const KILL_WAIT_SECONDS = settings.num('KILL_WAIT_SECONDS', 720);
 /** A low rate beside the worst case: what the path itself costs, without queueing. */
 const LOW_RATE = settings.num('LOW_RATE', 10);
 const [TASK_QUEUE, ORDER_QUEUE] = ['bench-notify', 'bench-orders'];
+/** How an order system is told: its order workflow's signal, or its HTTP endpoint. */
+const PATHS = ['signal', 'http'] as const;
 const progress = progressLog('notify');
 
 /** One delivery's notifications as the receiver accepted them, against those its timeline says were made: one never accepted is
@@ -194,7 +196,7 @@ export async function notifyBenchmark(): Promise<BenchmarkOutput> {
     const changed = new Map<string, { t0: number; phase: 'worst' | 'low' }>();
     const latencyCpu: Record<string, Record<string, number>> = {};
     for (const [phase, rate] of [['worst', WEBHOOK_RATE], ['low', LOW_RATE]] as const) {
-      for (const path of ['signal', 'http'] as const) {
+      for (const path of PATHS) {
         const targets = ids.filter((_, i) => bySignal(i) === (path === 'signal'));
         const count = phase === 'worst' ? Math.min(LATENCY_WEBHOOKS, 2 * targets.length) : Math.min(rate * 10, targets.length); // ASSIGNED, UPCOMING; then PICKED_UP
         progress(`latency, ${path} path: ${count} status changes at ${rate}/s, one webhook each...`);
@@ -266,20 +268,18 @@ export async function notifyBenchmark(): Promise<BenchmarkOutput> {
     const plain = await outage('OUT', false);
     const withKill = await outage('KILL', true);
 
-    const fromSamples = (name: string, samples: [number, number][]) => latencyFigures(name, samples.map((x) => x[1]));
+    // A rate's latencies and CPU, each path's: `<prefix>signal_p50_ms`, `<prefix>http_phase_cpu_pct_worker`, ...
+    const rateFigures = (phase: 'worst' | 'low', prefix: string) => {
+      const latencies = PATHS.map((path) => latencyFigures(`${prefix}${path}`, latency[phase][path].map((x) => x[1])));
+      return Object.assign({}, ...latencies, ...PATHS.map((path) => prefixed(`${prefix}${path}_phase`, latencyCpu[`${phase}_${path}`]!))) as Record<string, number>;
+    };
     const figures = {
       ...{ deliveries: DELIVERIES, window_seconds: QUIET_SECONDS, webhook_rate_per_second: WEBHOOK_RATE, low_rate_per_second: LOW_RATE },
       ...prefixed('quiet', quiet),
       ...prefixed('watch', watched),
-      ...fromSamples('signal', latency.worst.signal),
-      ...fromSamples('http', latency.worst.http),
-      ...prefixed('signal_phase', latencyCpu.worst_signal!),
-      ...prefixed('http_phase', latencyCpu.worst_http!),
+      ...rateFigures('worst', ''),
       ...floor,
-      ...fromSamples('low_rate_signal', latency.low.signal),
-      ...fromSamples('low_rate_http', latency.low.http),
-      ...prefixed('low_rate_signal_phase', latencyCpu.low_signal!),
-      ...prefixed('low_rate_http_phase', latencyCpu.low_http!),
+      ...rateFigures('low', 'low_rate_'),
       ...{ retry_schedule: RETRY_SCHEDULE, outage_deliveries: OUTAGE_DELIVERIES, outage_seconds: OUTAGE_SECONDS },
       ...plain,
       ...withKill, // the same figures with the worker SIGKILLed

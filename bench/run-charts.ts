@@ -37,16 +37,11 @@ export function notifyCharts(o: { latency: { worst: Paths; low: Paths }; rates: 
   const first = Math.min(...paths.flatMap(([k]) => o.latency.worst[k].map((x) => x[0])));
   const series = paths.map(([k, name]) => ({ name, points: [...o.latency.worst[k]].sort((a, b) => a[0] - b[0]).map(([t, ms]) => [(t - first) / 1000, ms] as const) }));
   const parts = { cpu_pct_worker: 'worker', cpu_pct_temporal: 'Temporal dev server', cpu_pct_bench_process: 'order side, or the watching process' } as const;
+  const cpuGroups = (Object.keys(parts) as (keyof Cpu)[]).map((k) => ({ label: parts[k], values: [o.cpu.told[k], o.cpu.watched[k]] }));
   return {
     'latency-worst': lineChart({ title: `provider webhook → order system at ${o.rates[0]} changes/s, by when each was sent`, xLabel: 'seconds since the first change', yLabel: 'ms', series }),
     'latency-low': percentileBars(`provider webhook → order system at ${o.rates[1]} changes/s`, paths.map(([k, label]) => ({ label, latencies: o.latency.low[k].map((x) => x[1]) }))),
-    cpu: barChart({
-      title: o.cpu.title,
-      xLabel: 'process',
-      yLabel: '% of one core',
-      series: ['told (signal + HTTP endpoint)', 'followed by watch, 500 ms'],
-      groups: (Object.keys(parts) as (keyof Cpu)[]).map((k) => ({ label: parts[k], values: [o.cpu.told[k], o.cpu.watched[k]] })),
-    }),
+    cpu: barChart({ title: o.cpu.title, xLabel: 'process', yLabel: '% of one core', series: ['told (signal + HTTP endpoint)', 'followed by watch, 500 ms'], groups: cpuGroups }),
   };
 }
 
@@ -72,22 +67,12 @@ export function drainSeries(name: string, total: number, createdAtS: readonly nu
 
 export function limitsCharts(samples: readonly BacklogSamples[], limits: { quotes: RateLimit; creations: RateLimit }, orders: number, leastCreatedAtMs: readonly number[]): Record<string, string> {
   const s = (x: BacklogSamples, ts: readonly number[]) => ts.map((t) => (t - x.t0) / 1000);
-  const calls = (family: 'quotes' | 'creations', limit: RateLimit) =>
-    lineChart({
-      title: `${family} in the trailing ${limit.windowMs / 1000} s window`,
-      xLabel: 'seconds since the first order',
-      yLabel: `${family} accepted in the window`,
-      series: samples.map((x) => trailingWindowSeries(x.label, s(x, x[family]), limit.windowMs / 1000)),
-      references: [{ y: limit.limit, label: `provider limit: ${limit.limit} per ${limit.windowMs / 1000} s` }],
-    });
-  return {
-    creations: calls('creations', limits.creations),
-    quotes: calls('quotes', limits.quotes),
-    drain: lineChart({
-      title: `backlog of ${orders} orders`,
-      xLabel: 'seconds since the first order',
-      yLabel: 'orders not yet created',
-      series: [...samples.map((x) => drainSeries(x.label, orders, s(x, x.createdAt))), drainSeries('least possible', orders, leastCreatedAtMs.map((t) => t / 1000))],
-    }),
+  const xLabel = 'seconds since the first order';
+  const calls = (family: 'quotes' | 'creations', { limit, windowMs }: RateLimit) => {
+    const references = [{ y: limit, label: `provider limit: ${limit} per ${windowMs / 1000} s` }];
+    const series = samples.map((x) => trailingWindowSeries(x.label, s(x, x[family]), windowMs / 1000));
+    return lineChart({ title: `${family} in the trailing ${windowMs / 1000} s window`, xLabel, yLabel: `${family} accepted in the window`, series, references });
   };
+  const drain = [...samples.map((x) => drainSeries(x.label, orders, s(x, x.createdAt))), drainSeries('least possible', orders, leastCreatedAtMs.map((t) => t / 1000))];
+  return { creations: calls('creations', limits.creations), quotes: calls('quotes', limits.quotes), drain: lineChart({ title: `backlog of ${orders} orders`, xLabel, yLabel: 'orders not yet created', series: drain }) };
 }

@@ -23,7 +23,8 @@ import { deliveryRequest } from '../test/fixtures/orders';
 import { benchSettings, p50p99, pool, processCpuSeconds, processMemoryMiB, progressLog, shuffled, sleep, ticker, type BenchmarkOutput } from './measure';
 import type { Series } from './charts';
 import { scaleCharts } from './run-charts';
-import { benchStack, killDescendants, rateLimitsEnv, startBenchCluster, startBenchServer } from './temporal';
+import type { DevServer } from '../scripts/temporal-dev-server';
+import { benchStack, killDescendants, type BenchCluster, rateLimitsEnv, startBenchCluster, startBenchServer } from './temporal';
 
 const { num } = benchSettings('SCALE');
 const DELIVERIES = num('DELIVERIES', 10_000);
@@ -80,8 +81,7 @@ export async function scaleBenchmark(): Promise<BenchmarkOutput> {
     process.exit(1);
   };
   const onCluster = process.env.BENCH_TEMPORAL === 'cluster'; // `--cluster`: the Temporal of `npm run cluster`, on PostgreSQL
-  const options = { maxOutputChars: 100_000, onUnexpectedExit };
-  const stack = onCluster ? await benchStack(progress, startBenchCluster, TIME_LIMIT_MS, options) : await benchStack(progress, startBenchServer, TIME_LIMIT_MS, options);
+  const stack = await benchStack<DevServer | BenchCluster>(progress, onCluster ? startBenchCluster : startBenchServer, TIME_LIMIT_MS, { maxOutputChars: 100_000, onUnexpectedExit });
   const { server: dev, processes: group } = stack;
   const serverPids = () => ('pids' in dev ? dev.pids() : [dev.process.pid!]);
   /** PostgreSQL's tables and indexes as their files' sizes (a relation's file grows when a page is added, before any checkpoint). */
@@ -169,10 +169,7 @@ async function measureStarts(deliveries: DeliveryClient, raw: Client, references
   for (let k = 0; k < chunks; k++) {
     for (const side of k % 2 === 0 ? sides : [...sides].reverse()) {
       const chunk = Array.from({ length: side.count }, (_, i) => i).filter((i) => Math.floor((i * chunks) / side.count) === k);
-      const rate = await pool(chunk, CONCURRENCY, async (i) => {
-        await side.start(i);
-        started++;
-      });
+      const rate = await pool(chunk, CONCURRENCY, (i) => side.start(i).then(() => void started++));
       side.seconds += chunk.length / rate;
       side.rates.push(rate);
     }
@@ -180,12 +177,8 @@ async function measureStarts(deliveries: DeliveryClient, raw: Client, references
   stopTick();
   const [client, plain] = sides.map((side) => side.count / side.seconds) as [number, number];
   const ratios = sides[0]!.rates.map((r, k) => r / sides[1]!.rates[k]!).sort((a, b) => a - b);
-  return {
-    starts_per_second: Math.round(client),
-    raw_starts_per_second: Math.round(plain),
-    start_ratio: Number((client / plain).toFixed(3)),
-    start_ratio_range_over_chunks: `${ratios[0]!.toFixed(2)} to ${ratios.at(-1)!.toFixed(2)}`,
-  };
+  const range = `${ratios[0]!.toFixed(2)} to ${ratios.at(-1)!.toFixed(2)}`;
+  return { starts_per_second: Math.round(client), raw_starts_per_second: Math.round(plain), start_ratio: Number((client / plain).toFixed(3)), start_ratio_range_over_chunks: range };
 }
 
 /** 2. Until the simulator holds every delivery and visibility counts every workflow as following it (creation's figures), then settled. */
@@ -201,9 +194,7 @@ async function waitFollowing(sim: Simulator, probe: Client, workerPid: number | 
   progress(`the worker quotes, creates and follows ${references.length} deliveries...`);
   try {
     // Visibility is asked only once the simulator holds them all: counting 10,000 workflows costs the server.
-    while (created() < references.length || (await probe.workflow.count(following)).count < references.length) {
-      await sleep(500);
-    }
+    while (created() < references.length || (await probe.workflow.count(following)).count < references.length) await sleep(500);
   } finally {
     stopTick();
   }
@@ -217,12 +208,7 @@ async function waitFollowing(sim: Simulator, probe: Client, workerPid: number | 
     progress(`settling after creation: busiest of worker and Temporal at ${(use * 100).toFixed(0)}% of a core over 5 s (${waited} s)`);
     if (use < 0.1) break;
   }
-  return {
-    created_s: Number(seconds.toFixed(1)),
-    created_per_second: Math.round(references.length / seconds),
-    creation_cpu_s_worker: Math.round(cpu[0]!),
-    creation_cpu_s_temporal: Math.round(cpu[1]!),
-  };
+  return { created_s: Number(seconds.toFixed(1)), created_per_second: Math.round(references.length / seconds), creation_cpu_s_worker: Math.round(cpu[0]!), creation_cpu_s_temporal: Math.round(cpu[1]!) };
 }
 
 let eventSeq = 0;
@@ -273,10 +259,7 @@ async function signalThroughput(w: Worker, probe: Client, picks: string[], ids: 
   const cpu0 = processCpuSeconds(w.process.pid)!;
   const t0 = performance.now();
   try {
-    await pool(picks, CONCURRENCY, async (reference) => {
-      await probe.workflow.getHandle(deliveryWorkflowId(reference)).signal(statusChangedSignal, staleChange(ids.get(reference)!));
-      sent++;
-    });
+    await pool(picks, CONCURRENCY, (reference) => probe.workflow.getHandle(deliveryWorkflowId(reference)).signal(statusChangedSignal, staleChange(ids.get(reference)!)).then(() => void sent++));
     // Signals are handled in about the order they came; a query answers after the pending workflow task.
     await pool(picks.slice(-CONCURRENCY), CONCURRENCY, (reference) => queryPatiently(probe.workflow.getHandle(deliveryWorkflowId(reference)), performance.now() + 300_000).then(() => undefined));
   } finally {

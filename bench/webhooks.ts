@@ -78,8 +78,7 @@ export async function webhooksBenchmark(): Promise<BenchmarkOutput> {
 
     const pids: Record<Part, number | undefined> = { temporal: stack.server.process.pid, worker: worker.pid, bridge: bridge.pid, raw_script: raw.service.pid, bench: process.pid };
     const cpu = { bridge_rounds: cpuMeter(pids), raw_rounds: cpuMeter(pids), ack_phase: cpuMeter(pids), propagation_phase: cpuMeter(pids) };
-    const bridgeRates: number[] = [];
-    const rawRates: number[] = [];
+    const [bridgeRates, rawRates]: [number[], number[]] = [[], []];
     for (let round = 1; round <= ROUNDS; round++) {
       const signed = batch.map(webhook);
       const bridgeRound = async () => bridgeRates.push(await cpu.bridge_rounds.span(() => viaBridge(signed)));
@@ -133,13 +132,8 @@ export async function webhooksBenchmark(): Promise<BenchmarkOutput> {
       ...p50p99('propagation', propagation),
       reconciliation_max_over_interval: Number((reconciliationMs / RECONCILE_QUIET_MS).toFixed(3)),
     };
-    const charts = webhooksCharts([
-      { label: `bridge at ${rate}/s`, latencies: ack.bridge },
-      { label: `raw signals at ${rate}/s`, latencies: ack.raw },
-      { label: 'bridge, one at a time', latencies: bridgeIdle },
-      { label: 'raw signals, one at a time', latencies: rawIdle },
-    ]);
-    return { figures, charts };
+    const sets = [[`bridge at ${rate}/s`, ack.bridge], [`raw signals at ${rate}/s`, ack.raw], ['bridge, one at a time', bridgeIdle], ['raw signals, one at a time', rawIdle]] as const;
+    return { figures, charts: webhooksCharts(sets.map(([label, latencies]) => ({ label, latencies }))) };
   } finally {
     await stack.close();
   }
@@ -178,18 +172,16 @@ async function propagationLatencies(followed: RawTarget[], sim: Simulator, tempo
 async function reconciliationMaxMs(deliveries: DeliveryClient, sim: Simulator): Promise<number> {
   progress(`reconciliation: ${RECONCILE_DELIVERIES} deliveries with every webhook dropped, quiet interval ${RECONCILE_QUIET_MS} ms...`);
   sim.setFaults({ webhook_drop_rate: 1 });
-  const times = await Promise.all(
-    Array.from({ length: RECONCILE_DELIVERIES }, async (_, i) => {
-      const reference = `RECON-${i}`;
-      const { deliveryId } = await startFollowing(deliveries, reference, 2, { quietMs: RECONCILE_QUIET_MS, jitter: 0.2 });
-      for (let step = 0; step < 20 && sim.advance(deliveryId).status !== 'DELIVERED'; step++);
-      const t0 = performance.now();
-      while ((await deliveries.getStatus(reference)).status !== 'DELIVERED') {
-        if (performance.now() - t0 > 4 * RECONCILE_QUIET_MS) throw new Error(`${reference} was not reconciled within ${4 * RECONCILE_QUIET_MS} ms`);
-        await sleep(20);
-      }
-      return performance.now() - t0;
-    }),
-  );
+  const times = await Promise.all(Array.from({ length: RECONCILE_DELIVERIES }, async (_, i) => {
+    const reference = `RECON-${i}`;
+    const { deliveryId } = await startFollowing(deliveries, reference, 2, { quietMs: RECONCILE_QUIET_MS, jitter: 0.2 });
+    for (let step = 0; step < 20 && sim.advance(deliveryId).status !== 'DELIVERED'; step++);
+    const t0 = performance.now();
+    while ((await deliveries.getStatus(reference)).status !== 'DELIVERED') {
+      if (performance.now() - t0 > 4 * RECONCILE_QUIET_MS) throw new Error(`${reference} was not reconciled within ${4 * RECONCILE_QUIET_MS} ms`);
+      await sleep(20);
+    }
+    return performance.now() - t0;
+  }));
   return Math.max(...times);
 }
