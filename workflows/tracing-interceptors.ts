@@ -38,7 +38,7 @@ class DeliveryTraceInbound extends OpenTelemetryInboundInterceptor {
 /**
  * The pacing gate upgrades in place and replays histories recorded by workers with tracing off (or
  * on): the SDK's interceptors yield to the event loop around each command, which moves the gate's
- * `patched()` markers against its commands, so a traced worker could not replay an untraced gate's
+ * patch markers against its commands, so a traced worker could not replay an untraced gate's
  * history (test/temporal/replay.test.ts replays the baseline both ways). The gate gets only this:
  * the active context (a delivery's, from inTraceOf) put into its activities' headers, at once, so
  * their spans join the delivery's trace and its commands are those of an untraced gate.
