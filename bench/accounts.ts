@@ -74,8 +74,7 @@ async function runPhase(e: Env) {
   const revoked = ids.at(-1)!;
   register(e, ids);
   const workers = await startWorkers(e.ctx, { taskQueue: 'accounts-run', url: e.url, key: 'none', pacing: 'gate', env: () => ({ DELIVERY_ACCOUNTS_FILE: registry(e, 'run.json', ids) }) });
-  const stamp = Date.now().toString(36);
-  const orders: Order[] = ids.flatMap((account) => makeOrders(`${account}-${stamp}`, account === 'big' ? BIG_ORDERS : 2).map((o) => ({ ...o, account })));
+  const orders: Order[] = ids.flatMap((account) => makeOrders(account, account === 'big' ? BIG_ORDERS : 2).map((o) => ({ ...o, account })));
   const big = orders.filter((o) => o.account === 'big');
   const least = leastDrainMs(big, LIMITS.quotes, LIMITS.creations);
   progress(`run: ${orders.length} orders in ${ids.length} accounts, ${revoked}'s key revoked; the big account's least drain ${(least / 1000).toFixed(1)} s; load ${load()}`);
@@ -97,21 +96,14 @@ async function runPhase(e: Env) {
   const small = waits(orders.filter((o) => o.account !== 'big' && o.account !== revoked), (o) => startedAt.get(o.reference)!);
   const starts = [...startedAt.values()];
   const bigStart = Math.min(...big.map((o) => startedAt.get(o.reference)!));
+  const bigDrain = waits(big, () => bigStart).at(-1)!;
   return {
-    run_accounts: ids.length,
-    run_orders: orders.length,
     run_starts_spread_s: round((Math.max(...starts) - Math.min(...starts)) / 1000, 2),
     // The stack's own latency under the machine's load: the first creation of any account after the first start.
     first_created_s: round((Math.min(...createdAt.values()) - Math.min(...starts)) / 1000, 2),
-    small_orders_measured: small.length,
-    small_created_p50_s: round(percentile(small, 0.5) / 1000, 2),
-    small_created_p99_s: round(percentile(small, 0.99) / 1000, 2),
-    big_least_drain_s: round(least / 1000, 1),
-    big_drain_s: round(waits(big, () => bigStart).at(-1)! / 1000, 1),
-    big_drain_ratio: round(waits(big, () => bigStart).at(-1)! / least),
-    max_window_use_of_limit: round(windowUse(e.sim)),
-    refused_429: e.sim.requestLog().filter((c) => c.status === 429).length,
-    revoked_refused_401: refused().length,
+    small_orders_measured: small.length, small_created_p50_s: round(percentile(small, 0.5) / 1000, 2), small_created_p99_s: round(percentile(small, 0.99) / 1000, 2),
+    big_least_drain_s: round(least / 1000, 1), big_drain_s: round(bigDrain / 1000, 1), big_drain_ratio: round(bigDrain / least),
+    max_window_use_of_limit: round(windowUse(e.sim)), refused_429: e.sim.requestLog().filter((c) => c.status === 429).length, revoked_refused_401: refused().length,
     revoked_created_after_correction_max_s: round(waits(orders.filter((o) => o.account === revoked), () => correctedAt).at(-1)! / 1000, 1),
     run_load_average_end: load(),
   };
@@ -121,8 +113,7 @@ async function idlePhase(e: Env) {
   const busy = Array.from({ length: 10 }, (_, i) => `busy-${i + 1}`);
   register(e, busy);
   write(e.dir, 'idle.key', 'key-idle');
-  const file = registry(e, 'idle.json', busy);
-  const [worker] = await startWorkers(e.ctx, { taskQueue: 'accounts-idle', url: e.url, key: 'none', pacing: 'gate', count: 1, env: () => ({ DELIVERY_ACCOUNTS_FILE: file }) });
+  const [worker] = await startWorkers(e.ctx, { taskQueue: 'accounts-idle', url: e.url, key: 'none', pacing: 'gate', count: 1, env: () => ({ DELIVERY_ACCOUNTS_FILE: registry(e, 'idle.json', busy) }) });
   const orders: Order[] = busy.flatMap((account) => makeOrders(`${account}-idle`, 1).map((o) => ({ ...o, account })));
   await startAll(e, 'accounts-idle', orders);
   await waitCreated(e.sim, orders, Date.now() + 60_000, 'idle');
@@ -144,16 +135,9 @@ async function idlePhase(e: Env) {
   for (const id of gates) timers += (await histories(e.ctx.temporal, id)).filter((ev) => ev.eventType === proto.api.enums.v1.EventType.EVENT_TYPE_TIMER_FIRED && tsToMs(ev.eventTime) >= idleFrom).length;
   await worker!.stop();
   return {
-    registered: REGISTERED,
-    registry_reload_s: reloaded ? round((Date.parse(reloaded) - writtenAt) / 1000, 2) : NaN,
-    idle_worker_cpu_cores: round(cpu.seconds.worker / cpu.seconds.wall, 4),
-    worker_rss_mib_10: round(rssFew, 1),
-    [`worker_rss_mib_${REGISTERED}`]: round(rssMany, 1),
-    rss_growth_kib_per_account: round(((rssMany - rssFew) * 1024) / (REGISTERED - busy.length), 2),
-    gates_running: gates.length,
-    gates_of_idle_accounts: gates.filter((id) => id.includes('@idle-')).length,
-    gate_timers_fired_while_idle: timers,
-    idle_load_average_end: load(),
+    registry_reload_s: reloaded ? round((Date.parse(reloaded) - writtenAt) / 1000, 2) : NaN, idle_worker_cpu_cores: round(cpu.seconds.worker / cpu.seconds.wall, 4),
+    worker_rss_mib_10: round(rssFew, 1), [`worker_rss_mib_${REGISTERED}`]: round(rssMany, 1), rss_growth_kib_per_account: round(((rssMany - rssFew) * 1024) / (REGISTERED - busy.length), 2),
+    gates_running: gates.length, gates_of_idle_accounts: gates.filter((id) => id.includes('@idle-')).length, gate_timers_fired_while_idle: timers, idle_load_average_end: load(),
   };
 }
 
@@ -164,8 +148,7 @@ export async function accountsBenchmark(): Promise<BenchmarkOutput> {
     const dir = mkdtempSync(join(tmpdir(), 'bench-accounts-'));
     stack.cleanup.add(() => rmSync(dir, { recursive: true, force: true }));
     const e: Env = { ctx: { stack, temporal: await stack.client(), bundle: await stack.bundle() }, sim, url, dir };
-    const figures = { scale: SCALE, load_average_start: load(), ...(await runPhase(e)), ...(await idlePhase(e)) };
-    const f = figures;
+    const f = { scale: SCALE, accounts: SMALL + 1, big_orders: BIG_ORDERS, registered: REGISTERED, load_average_start: load(), ...(await runPhase(e)), ...(await idlePhase(e)) };
     const goals = { small_p99_5s: f.small_created_p99_s <= 5, big_drain_1_05: f.big_drain_ratio <= 1.05, windows: f.max_window_use_of_limit <= 1, no_429: f.refused_429 === 0, revoked_60s: f.revoked_created_after_correction_max_s <= 60,
       idle_cpu: f.idle_worker_cpu_cores <= 0.05, rss_64kib: f.rss_growth_kib_per_account <= 64, reload_1s: f.registry_reload_s <= 1, no_idle_timers: f.gates_of_idle_accounts + f.gate_timers_fired_while_idle === 0 };
     return { ...f, goals_not_met: Object.entries(goals).filter(([, ok]) => !ok).map(([g]) => g).join(' ') || 'none' };
