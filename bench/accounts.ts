@@ -2,7 +2,7 @@
  * `npm run bench -- accounts` (issue #36), on the limits benchmark's machinery and time scale: its own dev server, the
  * simulator with an account per courier account, workers reading the registry file. `run`: BIG_ORDERS in one account, 2
  * in each of SMALL others, started at once, the last one's key replaced at the simulator just before and its key file
- * corrected REVOKED_S later. `idle`: one worker, 10 accounts busy, then REGISTERED in its registry.
+ * corrected REVOKED_S after the first refusal. `idle`: one worker, 10 accounts busy, then REGISTERED in its registry.
  */
 import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
