@@ -36,7 +36,7 @@ import { workflowBundleFile } from '../scripts/processes';
 import { freePort } from '../scripts/temporal-dev-server';
 
 const { num } = benchSettings('LIMITS');
-const SCALE = num('SCALE', 10);
+export const SCALE = num('SCALE', 10);
 const ORDERS = num('ORDERS', 300);
 const POISON_ORDERS = num('POISON_ORDERS', 200);
 const OBSERVE_ROUNDS = num('OBSERVE_ROUNDS', 3);
@@ -46,16 +46,16 @@ const PHASES = (process.env.LIMITS_BENCH_PHASES ?? 'gate,task-queue,naive,poison
 /** Read when the run starts: bench/main.ts sets BENCH_TEMPORAL for `--cluster`. */
 const onCluster = () => process.env.BENCH_TEMPORAL === 'cluster';
 const workerCount = () => num('WORKERS', onCluster() ? 4 : 2);
-const QUIET_MS = 24 * 3_600_000; // no follow-up polls during the run
+export const QUIET_MS = 24 * 3_600_000; // no follow-up polls during the run
 
-const LIMITS = scaledLimits(SCALE);
+export const LIMITS = scaledLimits(SCALE);
 const LABELS: Record<string, string> = { gate: 'pacing gate', 'task-queue': 'task-queue limit', naive: 'naive client' };
 
 const progress = progressLog('limits');
 const samples: BacklogSamples[] = [];
 
 /** A quarter food; every tenth order repeats the previous one's inputs under a new reference. */
-function makeOrders(prefix: string, count: number) {
+export function makeOrders(prefix: string, count: number) {
   const out: { reference: string; order: DeliveryOrder; fingerprint: string }[] = [];
   for (let i = 0; i < count; i++) {
     const n = i % 10 === 9 ? i - 1 : i;
@@ -69,22 +69,22 @@ function makeOrders(prefix: string, count: number) {
   return out;
 }
 
-interface Context {
+export interface Context {
   stack: Awaited<ReturnType<typeof benchStack<object>>>;
   temporal: Client;
   bundle: string;
 }
 
-function startWorkers(ctx: Context, o: { taskQueue: string; url: string; key: string; pacing: 'gate' | 'task-queue'; env?: (i: number) => Record<string, string>; name?: string }) {
+export function startWorkers(ctx: Context, o: { taskQueue: string; url: string; key: string; pacing: 'gate' | 'task-queue'; env?: (i: number) => Record<string, string>; name?: string; count?: number }) {
   // Provider-time quantities: the slot margin and the least life a shared quote must have left.
   const scaled = { PROVIDER_PACING_MARGIN_MS: String(Math.round(250 / SCALE)), PROVIDER_QUOTE_MIN_REMAINING_MS: String(Math.round(60_000 / SCALE)) };
   const base = { DELIVERY_API_KEY: o.key, LOG_LEVEL: 'WARN', DELIVERY_TASK_QUEUE: o.taskQueue, DELIVERY_API_TIMEOUT_MS: '9500', PROVIDER_CALL_TIMEOUT_MS: '10000', WORKER_WORKFLOW_BUNDLE: ctx.bundle };
   const env = (i: number) => ({ ...base, PROVIDER_RATE_LIMITS: rateLimitsEnv(LIMITS), PROVIDER_PACING: o.pacing, ...scaled, ...o.env?.(i) });
-  return Promise.all(Array.from({ length: workerCount() }, (_, i) => ctx.stack.start('worker', o.url, env(i), { name: `${o.name ?? 'worker'}-${i + 1}`, inherit: true })));
+  return Promise.all(Array.from({ length: o.count ?? workerCount() }, (_, i) => ctx.stack.start('worker', o.url, env(i), { name: `${o.name ?? 'worker'}-${i + 1}`, inherit: true })));
 }
 
 /** When the simulator created each order's delivery, waiting until all are or the deadline passes. */
-async function waitCreated(sim: Simulator, orders: Order[], deadlineMs: number, label: string): Promise<Map<string, number>> {
+export async function waitCreated(sim: Simulator, orders: Order[], deadlineMs: number, label: string): Promise<Map<string, number>> {
   const wanted = new Set(orders.map((o) => o.reference));
   const created = new Map<string, number>();
   const stop = ticker(progress, () => `${label}: ${created.size}/${wanted.size} created`);
