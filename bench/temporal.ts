@@ -8,6 +8,7 @@ import { chmodSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, type DataConverter } from '@temporalio/client';
+import { DeliveryClient } from '../client/delivery-client';
 import type { temporal } from '@temporalio/proto';
 import { PROVIDER_RATE_LIMITS, type CallFamily, type RateLimit } from '../provider/limits';
 import { generateWebhookSecret } from '../provider/webhook-signature';
@@ -141,6 +142,18 @@ export async function benchStack<S>(progress: (line: string) => void, start: (pr
       const url = /^bridge: listening on (\S+?): /m.exec(process.output())![1]! + WEBHOOK_PATH; // its ready line names its base URL
       sim?.setWebhookEndpoint({ url, secret });
       return { process, url, secret };
+    },
+    /**
+     * A simulator (limits far above any run's unless `simulatorOptions` say), one worker on `taskQueue` told `workerEnv`
+     * besides (`env`, to start another), a bridge `sim` sends its webhooks to (`webhooks: false`: not yet), this process's client.
+     */
+    async deliveryStack(taskQueue: string, workerEnv: NodeJS.ProcessEnv, simulatorOptions: SimulatorOptions = {}, o = { webhooks: true }) {
+      const { sim, url } = await this.simulator({ rateLimits: ROOMY_LIMITS, ...simulatorOptions });
+      const env = { DELIVERY_TASK_QUEUE: taskQueue, WORKER_WORKFLOW_BUNDLE: await this.bundle(), LOG_LEVEL: 'WARN', ...workerEnv };
+      const worker = await startProcess('worker', url, env);
+      const bridge = await this.bridge(url, o.webhooks ? sim : undefined);
+      const temporal = await this.client();
+      return { sim, url, env, worker, bridge, temporal, deliveries: new DeliveryClient({ temporal, taskQueue }) };
     },
     close: () => cleanup.run(progress),
   };

@@ -17,7 +17,7 @@ import { deliveryRequest } from '../test/fixtures/orders';
 import { benchSettings, cpuMeter, median, openLoop, p50p99, pool, progressLog, serial, sleep, type BenchmarkOutput } from './measure';
 import { startRawSignals, type RawTarget } from './raw-signals';
 import { webhooksCharts } from './run-charts';
-import { benchStack, ROOMY_LIMITS, startBenchServer, UNPACED_WORKER_ENV } from './temporal';
+import { benchStack, startBenchServer, UNPACED_WORKER_ENV } from './temporal';
 
 const settings = benchSettings('WEBHOOKS');
 const DELIVERIES = settings.num('DELIVERIES', 100);
@@ -37,16 +37,12 @@ export async function webhooksBenchmark(): Promise<BenchmarkOutput> {
   if (Math.min(DELIVERIES, EVENTS_PER_DELIVERY, CONCURRENCY, ROUNDS, LATENCY_SECONDS, SERIAL, RECONCILE_DELIVERIES) < 1) throw new Error('every WEBHOOKS_BENCH_* count must be at least 1');
   const stack = await benchStack(progress, startBenchServer, 15 * 60_000);
   try {
-    const { sim, url } = await stack.simulator({ rateLimits: ROOMY_LIMITS });
     progress('bundling the workflows once, then starting the worker, the bridge and the raw-signal script...');
-    // Creation pace is not what this benchmark measures.
-    const worker = await stack.start('worker', url, { ...UNPACED_WORKER_ENV, DELIVERY_TASK_QUEUE: TASK_QUEUE, WORKER_WORKFLOW_BUNDLE: await stack.bundle(), LOG_LEVEL: 'WARN' });
-    const { process: bridge, url: webhookUrl, secret } = await stack.bridge(url);
+    // Creation pace is not what this benchmark measures. This process's own client starts the deliveries, queries them; idle while load runs.
+    const { sim, url, worker, bridge, temporal, deliveries } = await stack.deliveryStack(TASK_QUEUE, UNPACED_WORKER_ENV, {}, { webhooks: false });
+    const { url: webhookUrl, secret } = bridge;
     const raw = await startRawSignals(stack.processes, stack.env(url));
     stack.cleanup.add(() => raw.service.removeLog());
-    // This process's own client: starts the deliveries, queries them; idle while load runs.
-    const temporal = await stack.client();
-    const deliveries = new DeliveryClient({ temporal, taskQueue: TASK_QUEUE });
     const agent = new Agent({ connections: 256 });
     stack.cleanup.add(() => agent.close());
     progress(`starting ${DELIVERIES} delivery workflows (quote and creation at the simulator)...`);
@@ -76,7 +72,7 @@ export async function webhooksBenchmark(): Promise<BenchmarkOutput> {
     await viaBridge();
     await viaRaw();
 
-    const pids: Record<Part, number | undefined> = { temporal: stack.server.process.pid, worker: worker.pid, bridge: bridge.pid, raw_script: raw.service.pid, bench: process.pid };
+    const pids: Record<Part, number | undefined> = { temporal: stack.server.process.pid, worker: worker.pid, bridge: bridge.process.pid, raw_script: raw.service.pid, bench: process.pid };
     const cpu = { bridge_rounds: cpuMeter(pids), raw_rounds: cpuMeter(pids), ack_phase: cpuMeter(pids), propagation_phase: cpuMeter(pids) };
     const [bridgeRates, rawRates]: [number[], number[]] = [[], []];
     for (let round = 1; round <= ROUNDS; round++) {
