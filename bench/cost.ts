@@ -15,7 +15,7 @@ import { deliveryRequest } from '../test/fixtures/orders';
 import { startReceiver } from '../test/helpers/notify-receiver';
 import { barChart } from './charts';
 import { benchSettings, cpuMeter, pool, progressLog, type BenchmarkOutput } from './measure';
-import { benchStack, histories, startBenchServer } from './temporal';
+import { benchStack, histories } from './temporal';
 
 const settings = benchSettings('COST');
 const DELIVERIES = settings.num('DELIVERIES', 10);
@@ -75,7 +75,7 @@ const empty = () => Object.fromEntries(ACTION_TYPES.map((t) => [t, 0])) as Actio
 
 export async function costBenchmark(): Promise<BenchmarkOutput> {
   if (DELIVERIES < 1 || STOPS.some((s) => !Number.isInteger(s) || s < 1 || s > 100)) throw new Error('COST_BENCH_DELIVERIES must be at least 1 and COST_BENCH_STOPS stops of 1 to 100');
-  const stack = await benchStack(progress, startBenchServer, 20 * 60_000);
+  const stack = await benchStack(progress, 20 * 60_000);
   try {
     // The order system's endpoint: takes every notification (the shapes that notify).
     const receiver = await startReceiver();

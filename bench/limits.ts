@@ -17,7 +17,7 @@ import { DeliveryClient } from '../client/delivery-client';
 import { ProviderClient } from '../provider/client';
 import { RateLimitedError, ProviderUnavailableError } from '../provider/errors';
 import { QUOTE_VALIDITY_MS } from '../provider/limits';
-import { benchStack, histories, rateLimitsEnv, scaledLimits, startBenchCluster, startBenchServer } from './temporal';
+import { benchStack, histories, rateLimitsEnv, scaledLimits } from './temporal';
 import type { Simulator } from '../simulator/server';
 import { deliveryRequest, destination } from '../test/fixtures/orders';
 import { taskQueueRatePerSecond } from '../worker/pacing-config';
@@ -69,11 +69,7 @@ function makeOrders(prefix: string, count: number) {
   return out;
 }
 
-interface Context {
-  stack: Awaited<ReturnType<typeof benchStack<object>>>;
-  temporal: Client;
-  bundle: string;
-}
+type Context = { stack: Awaited<ReturnType<typeof benchStack>>; temporal: Client; bundle: string };
 
 function startWorkers(ctx: Context, o: { taskQueue: string; url: string; key: string; pacing: 'gate' | 'task-queue'; env?: (i: number) => Record<string, string>; name?: string }) {
   // Provider-time quantities: the slot margin and the least life a shared quote must have left.
@@ -302,7 +298,7 @@ async function naivePhase(ctx: Context): Promise<BacklogFigures> {
 }
 
 export async function limitsBenchmark(): Promise<BenchmarkOutput> {
-  const stack = await benchStack<object>(progress, onCluster() ? startBenchCluster : startBenchServer, TIME_LIMIT_MS);
+  const stack = await benchStack(progress, TIME_LIMIT_MS, { cluster: onCluster() });
   const ctx: Context = { stack, temporal: await stack.client(), bundle: await stack.bundle() };
   const limit = (l: { limit: number; windowMs: number }) => `${l.limit} per ${l.windowMs / 1000} s`;
   const figures: Record<string, number | string> = { worker_processes: workerCount(), scale: SCALE, orders: ORDERS, creations_limit: limit(LIMITS.creations), quotes_limit: limit(LIMITS.quotes) };

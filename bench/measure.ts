@@ -42,6 +42,15 @@ export async function ticking<T>(progress: (line: string) => void, line: () => s
   }
 }
 
+/** Asks `check` every `everyMs` until it answers (anything but undefined or false); fails, saying `what`, after `timeoutMs`. */
+export async function waitFor<T>(what: string, timeoutMs: number, everyMs: number, check: () => Promise<T | undefined | false>): Promise<T> {
+  for (const deadline = Date.now() + timeoutMs; ; await sleep(everyMs)) {
+    const answer = await check();
+    if (answer !== undefined && answer !== false) return answer;
+    if (Date.now() > deadline) throw new Error(`not within ${timeoutMs / 1000} s: ${what}`);
+  }
+}
+
 /** The same figures with `<prefix>_` before each name. */
 export const prefixed = <V>(prefix: string, o: Record<string, V>) => Object.fromEntries(Object.entries(o).map(([k, v]) => [`${prefix}_${k}`, v]));
 

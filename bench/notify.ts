@@ -16,9 +16,9 @@ import { freePort } from '../scripts/temporal-dev-server';
 import { deliveryRequest } from '../test/fixtures/orders';
 import { startReceiver } from '../test/helpers/notify-receiver';
 import { FLOOR_TASK_QUEUE } from './floor-workflows';
-import { benchSettings, cpuMeter, openLoop, p50p99, pool, prefixed, progressLog, sleep, type BenchmarkOutput } from './measure';
+import { benchSettings, cpuMeter, openLoop, p50p99, pool, prefixed, progressLog, sleep, waitFor, type BenchmarkOutput } from './measure';
 import { notifyCharts } from './run-charts';
-import { benchStack, frontendRequests, startBenchServer, UNPACED_WORKER_ENV } from './temporal';
+import { benchStack, frontendRequests, UNPACED_WORKER_ENV } from './temporal';
 
 const settings = benchSettings('NOTIFY');
 const DELIVERIES = settings.num('DELIVERIES', 1000);
@@ -102,7 +102,7 @@ async function floorPhases(temporal: Client, start: () => Promise<{ output(): st
 export async function notifyBenchmark(): Promise<BenchmarkOutput> {
   if (Math.min(DELIVERIES, QUIET_SECONDS, WEBHOOK_RATE, LOW_RATE, LATENCY_WEBHOOKS, OUTAGE_DELIVERIES, OUTAGE_SECONDS, KILL_WAIT_SECONDS) < 1) throw new Error('every NOTIFY_BENCH_* count must be at least 1');
   const metricsUrl = new URL(`http://127.0.0.1:${await freePort()}/metrics`);
-  const stack = await benchStack(progress, (p, limitMs) => startBenchServer(p, limitMs, ['--metrics-port', metricsUrl.port]), 40 * 60_000);
+  const stack = await benchStack(progress, 40 * 60_000, { serverArgs: ['--metrics-port', metricsUrl.port] });
   const { server, cleanup } = stack;
   try {
     // The order system's endpoint; `down` makes it answer 503. Arrival times by `<deliveryId>:<status>`, first arrival only.
@@ -129,13 +129,10 @@ export async function notifyBenchmark(): Promise<BenchmarkOutput> {
     cleanup.add(() => (orderWorker.shutdown(), orderRun));
 
     /** Each reference's provider delivery id, once the provider has created it. */
-    const created = async (references: string[]): Promise<string[]> => {
-      for (const deadline = Date.now() + 300_000; ; await sleep(500)) {
-        const ids = new Map(sim.deliveries().map(({ delivery: d }) => [d.reference_number, d.id]));
-        if (references.every((r) => ids.has(r))) return references.map((r) => ids.get(r)!);
-        if (Date.now() > deadline) throw new Error(`${references.filter((r) => !ids.has(r)).length} deliveries not created within 300 s`);
-      }
-    };
+    const created = (references: string[]) => waitFor(`${references.length} deliveries created`, 300_000, 500, async () => {
+      const ids = new Map(sim.deliveries().map(({ delivery: d }) => [d.reference_number, d.id]));
+      return references.every((r) => ids.has(r)) && references.map((r) => ids.get(r)!);
+    });
     const settled = async () => { // until the receiver has heard nothing for 3 s
       for (let n = -1; n !== receiver.requests.length; await sleep(3_000)) n = receiver.requests.length;
     };
@@ -152,7 +149,7 @@ export async function notifyBenchmark(): Promise<BenchmarkOutput> {
     await settled();
     await sleep(5_000); // the signal half's creation notifications too
     // CPU of each of our processes from now to the call, beside the machine's share used by others (bench/measure.ts).
-    const meter = () => cpuMeter({ worker: worker.pid, temporal: server.process.pid, bench_process: process.pid, bridge: bridge.pid }).begin();
+    const meter = () => cpuMeter({ worker: worker.pid, temporal: server.process?.pid, bench_process: process.pid, bridge: bridge.pid }).begin();
     const measureWindow = async (seconds: number) => {
       const [cpu, req0, told0] = [meter(), await frontendRequests(metricsUrl), receiver.requests.length];
       await sleep(seconds * 1000);

@@ -23,8 +23,7 @@ import { deliveryRequest } from '../test/fixtures/orders';
 import { benchSettings, p50p99, pool, processCpuSeconds, processMemoryMiB, progressLog, shuffled, sleep, ticking, type BenchmarkOutput } from './measure';
 import type { Series } from './charts';
 import { scaleCharts } from './run-charts';
-import type { DevServer } from '../scripts/temporal-dev-server';
-import { benchStack, killDescendants, type BenchCluster, rateLimitsEnv, startBenchCluster, startBenchServer } from './temporal';
+import { benchStack, killDescendants, rateLimitsEnv } from './temporal';
 
 const { num } = benchSettings('SCALE');
 const DELIVERIES = num('DELIVERIES', 10_000);
@@ -81,11 +80,10 @@ export async function scaleBenchmark(): Promise<BenchmarkOutput> {
     process.exit(1);
   };
   const onCluster = process.env.BENCH_TEMPORAL === 'cluster'; // `--cluster`: the Temporal of `npm run cluster`, on PostgreSQL
-  const stack = await benchStack<DevServer | BenchCluster>(progress, onCluster ? startBenchCluster : startBenchServer, TIME_LIMIT_MS, { maxOutputChars: 100_000, onUnexpectedExit });
+  const stack = await benchStack(progress, TIME_LIMIT_MS, { cluster: onCluster, group: { maxOutputChars: 100_000, onUnexpectedExit } });
   const { server: dev, processes: group } = stack;
-  const serverPids = () => ('pids' in dev ? dev.pids() : [dev.process.pid!]);
   /** PostgreSQL's tables and indexes as their files' sizes (a relation's file grows when a page is added, before any checkpoint). */
-  const postgresBytes = () => ('postgresDataDir' in dev ? Number(execFileSync('du', ['-sb', join(dev.postgresDataDir, 'base')], { encoding: 'utf8' }).split('\t')[0]) : NaN);
+  const postgresBytes = () => (dev.postgresDataDir ? Number(execFileSync('du', ['-sb', join(dev.postgresDataDir, 'base')], { encoding: 'utf8' }).split('\t')[0]) : NaN);
   let worker: Worker | undefined;
   const figures: Record<string, number | string> = { deliveries: DELIVERIES, destinations_per_delivery: DESTINATIONS };
   const workers: Worker[] = [];
@@ -123,7 +121,7 @@ export async function scaleBenchmark(): Promise<BenchmarkOutput> {
     };
 
     const first = await startWorker(WORKERS[0]!);
-    Object.assign(figures, await waitFollowing(sim, probe!, first.process.pid, serverPids, references));
+    Object.assign(figures, await waitFollowing(sim, probe!, first.process.pid, dev.pids, references));
     if (onCluster) {
       // A start's share: both kinds of start write alike; then what creating and following added, per delivery.
       const perStart = (bytesStarted - bytes0) / (DELIVERIES + RAW_STARTS);

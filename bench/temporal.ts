@@ -4,6 +4,7 @@
  * the cluster of `npm run cluster`, PostgreSQL and six service processes on free ports; and
  * benchStack(), what every benchmark of the whole stack sets up around it and undoes at its end.
  */
+import type { ChildProcess } from 'node:child_process';
 import { chmodSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -21,7 +22,7 @@ import { Cleanup, procStat } from './measure';
 import { freeClusterPorts, SERVICE_PROCESSES, TemporalCluster } from '../scripts/cluster/temporal-cluster';
 import { ensureServerTools } from '../scripts/cluster/tools';
 import { ensureTemporalCli } from '../scripts/temporal-cli';
-import { startDevServer, type DevServer } from '../scripts/temporal-dev-server';
+import { startDevServer } from '../scripts/temporal-dev-server';
 
 /** Every process this one started, and theirs (from /proc): a benchmark leaves none behind. */
 export function descendants(): number[] {
@@ -54,21 +55,18 @@ export function killDescendants(): number[] {
   return pids;
 }
 
+/** The Temporal a run is on: a dev server (`process`) or a cluster, with its server processes for CPU. */
+export type BenchTemporal = { address: string; namespace: string; stop(): Promise<void>; pids(): number[]; process?: ChildProcess; postgresDataDir?: string };
+
 /** `extraArgs` go to `temporal server start-dev` as they are, e.g. `--metrics-port 9090` (bench/notify.ts reads its request counters). */
-export async function startBenchServer(progress: (line: string) => void, timeLimitMs: number, extraArgs: string[] = []): Promise<{ cli: string; server: DevServer; watchdog: NodeJS.Timeout }> {
-  const timer = watchdog(progress, timeLimitMs);
-  const cli = await ensureTemporalCli(progress);
+async function startBenchServer(progress: (line: string) => void, cli: string, extraArgs: string[]): Promise<BenchTemporal> {
   progress('starting a Temporal dev server (one partition per task queue)...');
   const server = await startDevServer({ cli, namespace: 'default', extraArgs });
-  return { cli, watchdog: timer, server };
+  return { address: server.address, namespace: server.namespace, stop: () => server.stop(), pids: () => [server.process.pid!], process: server.process };
 }
 
 /** A cluster's server processes, for CPU: its services and PostgreSQL with every backend it forked (the postmaster's children). */
-export type BenchCluster = { address: string; namespace: string; stop(): Promise<void>; kill(): void; pids(): number[]; postgresDataDir: string };
-
-export async function startBenchCluster(progress: (line: string) => void, timeLimitMs: number): Promise<{ cli: string; server: BenchCluster; watchdog: NodeJS.Timeout }> {
-  const timer = watchdog(progress, timeLimitMs);
-  const cli = await ensureTemporalCli(progress);
+async function startBenchCluster(progress: (line: string) => void, cli: string): Promise<BenchTemporal> {
   const tools = await ensureServerTools(progress);
   const dataDir = mkdtempSync(join(tmpdir(), 'bench-cluster-'));
   chmodSync(dataDir, 0o755); // PostgreSQL runs as the postgres user when this runs as root
@@ -81,22 +79,22 @@ export async function startBenchCluster(progress: (line: string) => void, timeLi
     const backends = readdirSync('/proc').filter((d) => /^\d+$/.test(d) && parentPid(Number(d)) === postmaster).map(Number);
     return [...SERVICE_PROCESSES.map(({ name }) => cluster.pidOf(name)), postmaster, ...backends].filter((pid): pid is number => pid !== undefined);
   };
-  return { cli, watchdog: timer, server: { address: cluster.address, namespace: cluster.namespace, stop, kill: () => cluster.killAll(), pids, postgresDataDir: cluster.postgres.dataDir } };
+  return { address: cluster.address, namespace: cluster.namespace, stop, pids, postgresDataDir: cluster.postgres.dataDir };
 }
 
-type Started<S> = { cli: string; server: S & { address: string; namespace: string; stop(): Promise<void> }; watchdog: NodeJS.Timeout };
-
 /**
- * Temporal (from `start`, under its watchdog) and what a benchmark adds around it, each undone by
- * close(), last first: the process group of its workers and bridges (their logs in files, removed),
- * simulators in this process, client connections, the workflow bundle built once for every worker.
+ * Temporal under a watchdog (`cluster`: the cluster of `npm run cluster`, else a dev server told `serverArgs` besides) and
+ * what a benchmark adds around it, each undone by close(), last first: the process group of its workers and bridges (their
+ * logs in files, removed), simulators in this process, client connections, the workflow bundle built once for every worker.
  */
-export async function benchStack<S>(progress: (line: string) => void, start: (progress: (line: string) => void, timeLimitMs: number) => Promise<Started<S>>, timeLimitMs: number, group: ProcessGroupOptions = {}) {
+export async function benchStack(progress: (line: string) => void, timeLimitMs: number, o: { cluster?: boolean; serverArgs?: string[]; group?: ProcessGroupOptions } = {}) {
   const cleanup = new Cleanup();
-  const { cli, server, watchdog } = await start(progress, timeLimitMs);
+  const timer = watchdog(progress, timeLimitMs);
+  const cli = await ensureTemporalCli(progress);
+  const server = o.cluster ? await startBenchCluster(progress, cli) : await startBenchServer(progress, cli, o.serverArgs ?? []);
   cleanup.add(() => server.stop());
-  cleanup.add(() => clearTimeout(watchdog));
-  const processes = new ProcessGroup({ maxOutputChars: 200_000, ...group });
+  cleanup.add(() => clearTimeout(timer));
+  const processes = new ProcessGroup({ maxOutputChars: 200_000, ...o.group });
   cleanup.add(() => processes.stopAll());
   // One build for every worker of the run, read once: a commit made while it runs would start the next worker as
   // another version, which cannot take the deliveries pinned to the first (a run's own versions set WORKER_BUILD_ID).
