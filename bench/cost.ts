@@ -111,13 +111,9 @@ export async function costBenchmark(): Promise<BenchmarkOutput> {
       const workerMs = (cpu.seconds.worker * 1000) / DELIVERIES;
       const bridgeMs = (cpu.seconds.bridge * 1000) / Math.max(1, webhooks);
 
-      let own = empty();
-      let events = 0;
-      for (const reference of refs) {
-        const h = await histories(client, `delivery:${reference}`);
-        events += h.length;
-        own = add(own, countActions(h));
-      }
+      const each = await Promise.all(refs.map((reference) => histories(client, `delivery:${reference}`)));
+      const events = each.reduce((n, h) => n + h.length, 0);
+      const own = each.map((h) => countActions(h)).reduce(add, empty());
       const gateEvents = await histories(client, gateWorkflowId(TASK_QUEUE));
       const within = (t: number) => t >= startedAt - 1_000 && t <= endedAt + 1_000;
       const inWindow = (e: HistoryEvent) => within(Number(e.eventTime?.seconds ?? 0) * 1000);

@@ -11,16 +11,16 @@ export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * A benchmark's counts and settings from `<PREFIX>_BENCH_<NAME>` (e.g. SCALE_BENCH_DELIVERIES),
- * each a non-negative number. bench/main.ts writes every `*_BENCH_*` variable into the result's
- * command, so a run can be repeated as it was.
+ * each a number of at least `least`. bench/main.ts writes every `*_BENCH_*` variable into the
+ * result's command, so a run can be repeated as it was.
  */
-export function benchSettings(prefix: string) {
+export function benchSettings(prefix: string, least = 0) {
   const num = (name: string, fallback: number): number => {
     const key = `${prefix}_BENCH_${name}`;
     const text = process.env[key];
     if (text === undefined || text === '') return fallback;
     const value = Number(text);
-    if (!Number.isFinite(value) || value < 0) throw new Error(`${key} must be a non-negative number, not "${text}"`);
+    if (!Number.isFinite(value) || value < least) throw new Error(`${key} must be a number of at least ${least}, not "${text}"`);
     return value;
   };
   return { num };

@@ -20,7 +20,7 @@ import { ENTRY, type RunningProcess } from '../scripts/processes';
 import type { Simulator } from '../simulator/server';
 import { dataConverterFromEnv, generatePayloadKey } from '../temporal/payload-codec';
 import { deliveryRequest } from '../test/fixtures/orders';
-import { benchSettings, p50p99, pool, processCpuSeconds, processMemoryMiB, progressLog, shuffled, sleep, ticking, type BenchmarkOutput } from './measure';
+import { benchSettings, cpuMeter, p50p99, pool, processCpuSeconds, processMemoryMiB, progressLog, shuffled, sleep, ticking, type BenchmarkOutput } from './measure';
 import type { Series } from './charts';
 import { scaleCharts } from './run-charts';
 import { benchStack, killDescendants, rateLimitsEnv } from './temporal';
@@ -247,14 +247,13 @@ const queryPatiently = (handle: WorkflowHandle, deadline: number): Promise<Deliv
 async function signalThroughput(w: Worker, probe: Client, picks: string[], ids: Map<string, string>, what: string): Promise<Record<string, number>> {
   progress(`${what}: ${picks.length} signals, concurrency ${CONCURRENCY}...`);
   let sent = 0;
-  const cpu0 = processCpuSeconds(w.process.pid)!;
-  const t0 = performance.now();
-  await ticking(progress, () => `${what}: ${sent}/${picks.length} sent`, async () => {
+  const [cpu, t0] = [cpuMeter({ worker: w.process.pid }), performance.now()];
+  await ticking(progress, () => `${what}: ${sent}/${picks.length} sent`, () => cpu.span(async () => {
     await pool(picks, CONCURRENCY, (reference) => probe.workflow.getHandle(deliveryWorkflowId(reference)).signal(statusChangedSignal, staleChange(ids.get(reference)!)).then(() => void sent++));
     // Signals are handled in about the order they came; a query answers after the pending workflow task.
     await pool(picks.slice(-CONCURRENCY), CONCURRENCY, (reference) => queryPatiently(probe.workflow.getHandle(deliveryWorkflowId(reference)), performance.now() + 300_000).then(() => undefined));
-  });
-  const cpuMs = ((processCpuSeconds(w.process.pid)! - cpu0) * 1000) / picks.length;
+  }));
+  const cpuMs = (cpu.seconds.worker * 1000) / picks.length;
   const tag = tagOf(w.config);
   return { [`${tag}_signals_per_second`]: Math.round(picks.length / ((performance.now() - t0) / 1000)), [`${tag}_worker_cpu_ms_per_signal`]: Number(cpuMs.toFixed(1)) };
 }

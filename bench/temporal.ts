@@ -23,6 +23,7 @@ import { freeClusterPorts, SERVICE_PROCESSES, TemporalCluster } from '../scripts
 import { ensureServerTools } from '../scripts/cluster/tools';
 import { ensureTemporalCli } from '../scripts/temporal-cli';
 import { startDevServer } from '../scripts/temporal-dev-server';
+import { parsePrometheusText } from '../test/helpers/prometheus';
 
 /** Every process this one started, and theirs (from /proc): a benchmark leaves none behind. */
 export function descendants(): number[] {
@@ -180,11 +181,9 @@ export async function histories(client: Client, workflowId: string): Promise<tem
 
 /** Requests the dev server's frontend has answered so far, by operation, from its Prometheus endpoint (`--metrics-port`). */
 export async function frontendRequests(metricsUrl: URL): Promise<Record<string, number>> {
-  const text = await (await fetch(metricsUrl)).text();
   const out: Record<string, number> = {};
-  for (const m of text.matchAll(/^service_requests\{([^}]*)\} (\S+)$/gm)) {
-    const op = /operation="(\w+)"/.exec(m[1]!)?.[1];
-    if (op && m[1]!.includes('service_name="frontend"')) out[op] = (out[op] ?? 0) + Number(m[2]);
+  for (const { name, labels, value } of parsePrometheusText(await (await fetch(metricsUrl)).text()).samples) {
+    if (name === 'service_requests' && labels.service_name === 'frontend' && labels.operation) out[labels.operation] = (out[labels.operation] ?? 0) + value;
   }
   return out;
 }
