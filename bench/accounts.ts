@@ -17,7 +17,7 @@ import { trailingWindowSeries } from './charts';
 import { leastDrainMs, round } from './limits-figures';
 import { LIMITS, makeOrders, QUIET_MS, SCALE, startWorkers, waitCreated, type Context } from './limits';
 import { benchSettings, cpuMeter, percentile, pool, processMemoryMiB, progressLog, shuffled, sleep, type BenchmarkOutput } from './measure';
-import { benchStack, histories, rateLimitsEnv, startBenchServer } from './temporal';
+import { benchStack, histories, rateLimitsEnv } from './temporal';
 
 const { num } = benchSettings('ACCOUNTS');
 const SMALL = num('SMALL', 99);
@@ -142,7 +142,7 @@ async function idlePhase(e: Env) {
 }
 
 export async function accountsBenchmark(): Promise<BenchmarkOutput> {
-  const stack = await benchStack<object>(progress, startBenchServer, num('TIME_LIMIT_MIN', 30) * 60_000);
+  const stack = await benchStack(progress, num('TIME_LIMIT_MIN', 30) * 60_000);
   try {
     const { sim, url } = await stack.simulator({ timeScale: SCALE });
     const dir = mkdtempSync(join(tmpdir(), 'bench-accounts-'));
