@@ -12,18 +12,13 @@
 import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Client, Connection } from '@temporalio/client';
-import { accountRegistryFromEnv, type AccountRegistry } from '../../accounts/registry';
-import { providerClientsFor, type ProviderClients } from '../../accounts/provider-clients';
-import { createProviderActivities } from '../../activities/provider-activities';
-import { DeliveryClient } from '../../client/delivery-client';
+import type { DeliveryClient } from '../../client/delivery-client';
 import { deliveryWorkflowId } from '../../contract/workflow-ids';
 import { keyFingerprint } from '../../simulator/auth';
 import { createSimulator, type Simulator } from '../../simulator/server';
 import { deliveryRequest } from '../fixtures/orders';
 import { eventually } from '../helpers/stack';
-import { testClient } from '../helpers/temporal';
-import { startWorkers, type RunningWorkers } from '../helpers/workers';
+import { startAccountStack, type AccountStack } from '../helpers/account-stack';
 
 jest.setTimeout(120_000);
 
@@ -34,13 +29,7 @@ const B_HOST_CREATIONS = { limit: 1, windowMs: 4_000 };
 
 const sims = {} as Record<Shop, Simulator>;
 let dir: string;
-let registry: AccountRegistry;
-let clients: ProviderClients;
-let workers: RunningWorkers;
-let temporal: Client;
-let connection: Connection;
-let deliveries: DeliveryClient;
-const started: string[] = [];
+let stack: AccountStack;
 
 beforeAll(async () => {
   sims['shop-a'] = createSimulator({ apiKeys: [KEY['shop-a']], onError: (m) => console.error(`simulator a: ${m}`) });
@@ -52,20 +41,12 @@ beforeAll(async () => {
     accounts.push({ id, baseUrl: (await sims[id].listen(0, '127.0.0.1')).url, apiKey: { file: `${id}.key` } });
   }
   writeFileSync(join(dir, 'accounts.json'), JSON.stringify({ accounts }));
-  registry = accountRegistryFromEnv({ DELIVERY_ACCOUNTS_FILE: join(dir, 'accounts.json'), DELIVERY_ACCOUNTS_RELOAD_MS: '100' });
-  clients = providerClientsFor(registry, { timeoutMs: 5_000 });
-  workers = await startWorkers(createProviderActivities((account) => clients.forAccount(account)), { prefix: 'trouble', accounts: registry });
-  ({ client: temporal, connection } = await testClient());
-  deliveries = new DeliveryClient({ temporal, taskQueue: workers.taskQueue, followUp: { endGraceMs: 0 } });
+  stack = await startAccountStack(join(dir, 'accounts.json'), 'trouble');
 });
 
 afterAll(async () => {
-  await Promise.all(started.map((id) => temporal.workflow.getHandle(id).terminate('test over').catch(() => undefined)));
-  await workers.stop();
-  await clients.close();
-  registry.close();
+  await stack.stop();
   await Promise.all(Object.values(sims).map((s) => s.close()));
-  await connection.close();
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -78,7 +59,7 @@ function setKey(account: Shop, key: string): void {
 async function start(reference: string, account: Shop): Promise<{ reference: string; account: Shop; startedAt: number }> {
   const { reference_number: _r, ...order } = deliveryRequest({ is_food: false });
   const startedAt = Date.now();
-  started.push((await deliveries.startDelivery(order, { reference, account })).workflowId);
+  stack.started.push((await stack.deliveries.startDelivery(order, { reference, account })).workflowId);
   return { reference, account, startedAt };
 }
 
@@ -91,7 +72,7 @@ const isCreated = (d: { reference: string; account: Shop }) => sims[d.account].d
 
 const following = (d: { reference: string; account: Shop }) =>
   eventually(`${d.reference} following`, async () => {
-    const s = await deliveries.getStatus(d);
+    const s = await stack.deliveries.getStatus(d);
     return s.phase === 'following' ? s : undefined;
   });
 
@@ -103,26 +84,26 @@ test("a revoked key holds that account's updates and cancels (one probe per peri
   setKey('shop-b', revoked); // the courier refuses what the account's key file now holds
   const refusals = () => sims['shop-b'].requestLog().filter((e) => e.key_fingerprint === keyFingerprint(revoked) && e.status === 401);
   let updatedB: Awaited<ReturnType<DeliveryClient['updateDelivery']>> | undefined;
-  const updatingB = deliveries.updateDelivery(b1, { destinations: [{ id: sb1.destinations[0]!.id, package_type: 'XLARGE' }] }).then((s) => (updatedB = s));
-  await deliveries.cancelDelivery(b2, { wait: false });
+  const updatingB = stack.deliveries.updateDelivery(b1, { destinations: [{ id: sb1.destinations[0]!.id, package_type: 'XLARGE' }] }).then((s) => (updatedB = s));
+  await stack.deliveries.cancelDelivery(b2, { wait: false });
   const first = await eventually('the courier to refuse the revoked key', () => refusals()[0]);
 
   // shop-a's update goes through while shop-b is paused.
-  await deliveries.updateDelivery(a, { destinations: [{ id: sa.destinations[0]!.id, package_type: 'LARGE' }] });
+  await stack.deliveries.updateDelivery(a, { destinations: [{ id: sa.destinations[0]!.id, package_type: 'LARGE' }] });
   expect(sims['shop-a'].deliveries().find((x) => x.delivery.reference_number === a.reference)!.delivery.destinations[0]!.package_type).toBe('LARGE');
 
   // A probe one period later: shop-b's update and cancel wait, their workflows run, nothing failed.
   const second = await eventually('a second probe', () => refusals().find((e) => Date.parse(e.time) >= Date.parse(first.time) + 4_000), 30_000);
   expect(second).toBeDefined();
   expect(updatedB).toBeUndefined();
-  for (const d of [b1, b2]) expect((await temporal.workflow.getHandle(deliveryWorkflowId(d.reference, d.account)).describe()).status.name).toBe('RUNNING');
-  expect((await deliveries.getStatus(b2)).cancellation).toBeUndefined();
+  for (const d of [b1, b2]) expect((await stack.temporal.workflow.getHandle(deliveryWorkflowId(d.reference, d.account)).describe()).status.name).toBe('RUNNING');
+  expect((await stack.deliveries.getStatus(b2)).cancellation).toBeUndefined();
 
   const correctedAt = Date.now();
   setKey('shop-b', KEY['shop-b']);
   await updatingB;
   expect(sims['shop-b'].deliveries().find((x) => x.delivery.reference_number === b1.reference)!.delivery.destinations[0]!.package_type).toBe('XLARGE');
-  const cancelled = await eventually('shop-b cancel done', async () => (await deliveries.getStatus(b2)).cancellation);
+  const cancelled = await eventually('shop-b cancel done', async () => (await stack.deliveries.getStatus(b2)).cancellation);
   expect(cancelled.outcome).toBe('cancelled');
   expect(Date.now() - correctedAt).toBeLessThan(15_000);
   // No storm: two calls were out when the key was revoked; after that, one refused probe per 5 s period.
@@ -139,7 +120,7 @@ test("5xx and 429 answers from one account's courier host slow that account only
   for (const d of meanwhile) expect(await createdAfter(d, 20_000)).toBeLessThan(5_000);
   expect(failing.filter(isCreated)).toEqual([]);
   expect(sims['shop-b'].requestLog().filter((e) => e.status === 503).length).toBeGreaterThan(0);
-  for (const d of failing) expect((await temporal.workflow.getHandle(deliveryWorkflowId(d.reference, d.account)).describe()).status.name).toBe('RUNNING');
+  for (const d of failing) expect((await stack.temporal.workflow.getHandle(deliveryWorkflowId(d.reference, d.account)).describe()).status.name).toBe('RUNNING');
   sims['shop-b'].setFaults({ error_rate: 0 });
   for (const d of failing) await createdAfter(d);
 
