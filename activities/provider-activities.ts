@@ -9,11 +9,13 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import type { ProviderClient } from '../provider/client';
+import { isProviderError } from '../provider/errors';
 import type { CreateDeliveryRequest, DeliveryRecord, Quote, UpdateDeliveryRequest } from '../provider/schemas';
 import { SLOT_MISSED, gateAnswerSignal, type CreationTell } from '../contract/gate-messages';
 import { withProviderFailures } from './failures';
 import { UnknownAccountError } from '../accounts/registry';
 import { activityAccount, unknownAccount } from './account-of';
+import { ACCOUNT_PAUSED, AccountPauses } from './account-pauses';
 
 /** The API client of each account (accounts/provider-clients.ts); a single client serves every account. */
 export type ProviderFor = ProviderClient | ((account: string) => ProviderClient);
@@ -30,13 +32,13 @@ export type SlotTiming = { delayMs: number; sendWithinMs: number };
 /** `lookFirst`: an earlier attempt may have reached the provider, so look the delivery up before creating. */
 export type CreateInGateInput = CreateDeliveryInput & { lookFirst: boolean };
 
-/** `httpTimeoutMs`: the API client's timeout of one call. */
-export function createProviderActivities(providers: ProviderFor, o: { httpTimeoutMs?: number } = {}) {
+/** `httpTimeoutMs`: the API client's timeout of one call; `pauses`: this process's paused accounts (tests give their own clock). */
+export function createProviderActivities(providers: ProviderFor, o: { httpTimeoutMs?: number; pauses?: AccountPauses } = {}) {
   const signal = () => Context.current().cancellationSignal;
+  const pauses = o.pauses ?? new AccountPauses();
   /** The client of the account this activity works for; `explicit` from a workflow whose ID names none. */
-  const providerFor = (explicit?: string): ProviderClient => {
+  const providerFor = (explicit?: string, account = activityAccount(explicit)): ProviderClient => {
     if (typeof providers !== 'function') return providers;
-    const account = activityAccount(explicit);
     try {
       return providers(account);
     } catch (err) {
@@ -44,6 +46,39 @@ export function createProviderActivities(providers: ProviderFor, o: { httpTimeou
       throw err;
     }
   };
+  /**
+   * A call outside the pacing gate, kept to its account's pause (activities/account-pauses.ts): a
+   * 401 pauses the account in this process, with the gate's log line and metric, and an answer
+   * given to its key (any status below 500 but 401) ends the pause.
+   */
+  const paused = async <R>(call: (provider: ProviderClient) => Promise<R>, explicit?: string): Promise<R> => {
+    const account = activityAccount(explicit);
+    const held = pauses.admit(account);
+    if (held) throw accountPaused(account, held.retryInMs, 'waits for the next probe');
+    try {
+      const result = await call(providerFor(explicit, account));
+      keyAccepted(account);
+      return result;
+    } catch (err) {
+      if (!isProviderError(err) || err.status === undefined || err.status >= 500) throw err;
+      if (err.kind !== 'unauthorized') {
+        keyAccepted(account);
+        throw err;
+      }
+      const { started, retryInMs } = pauses.refused(account);
+      if (started) {
+        const { log, metricMeter } = Context.current();
+        log.warn('courier account paused: the courier refused its API key (401); its deliveries wait, one probe call per period', { account, probeMs: pauses.probeMs, calls: 'outside the pacing gate' });
+        metricMeter.createCounter('delivery_account_unauthorized', 'pauses', 'Times a courier account was paused because the courier refused its API key (401).').add(1, { account });
+      }
+      throw accountPaused(account, retryInMs, 'was refused');
+    }
+  };
+  const keyAccepted = (account: string) => {
+    const pausedMs = pauses.accepted(account);
+    if (pausedMs !== undefined) Context.current().log.info('courier account resumed: its API key is accepted again', { account, pausedMs, calls: 'outside the pacing gate' });
+  };
+
   // A slot is timed on the monotonic clock, never the wall clock, which may be off (docs/deploying.md, "Clocks").
   const now = () => performance.now();
   /** Waits for the slot, then returns a check to run right before each send, and the time left of the slot's call. */
@@ -87,22 +122,26 @@ export function createProviderActivities(providers: ProviderFor, o: { httpTimeou
 
   return {
     /** `account`: from a quote without a delivery (quoteOnly), whose workflow ID names none. */
-    quoteDelivery: withProviderFailures(async (request: CreateDeliveryRequest, by?: { account?: string }): Promise<Quote> => providerFor(by?.account).quote(request, { signal: signal() })),
+    quoteDelivery: withProviderFailures(async (request: CreateDeliveryRequest, by?: { account?: string }): Promise<Quote> => paused((p) => p.quote(request, { signal: signal() }), by?.account)),
 
-    createDelivery: withProviderFailures(async ({ request, idempotencyKey }: CreateDeliveryInput): Promise<DeliveryRecord> => {
-      const ctx = Context.current();
-      const existing = ctx.info.attempt > 1 ? await findEarlier(request.reference_number) : undefined;
-      if (existing) return existing;
-      const { delivery, replayed } = await providerFor().createDelivery(request, { idempotencyKey, signal: signal() });
-      ctx.log.info('delivery created at the provider', { deliveryId: delivery.id, replayed });
-      return delivery;
-    }),
+    createDelivery: withProviderFailures(async ({ request, idempotencyKey }: CreateDeliveryInput): Promise<DeliveryRecord> =>
+      paused(async (provider) => {
+        const ctx = Context.current();
+        const existing = ctx.info.attempt > 1 ? await findEarlier(request.reference_number) : undefined;
+        if (existing) return existing;
+        const { delivery, replayed } = await provider.createDelivery(request, { idempotencyKey, signal: signal() });
+        ctx.log.info('delivery created at the provider', { deliveryId: delivery.id, replayed });
+        return delivery;
+      }),
+    ),
 
     /** A quote the pacing gate makes: one attempt in one slot. */
     quoteInGate: withProviderFailures(async (request: CreateDeliveryRequest, timing: SlotTiming): Promise<Quote> => {
       const check = await inSlot(timing);
       check();
-      return providerFor().quote(request, { signal: signal() });
+      const quote = await providerFor().quote(request, { signal: signal() });
+      keyAccepted(activityAccount()); // the gate's call ends this process's pause of the account's other calls too
+      return quote;
     }),
 
     /**
@@ -118,6 +157,7 @@ export function createProviderActivities(providers: ProviderFor, o: { httpTimeou
         check();
         const created = await providerFor().createDelivery(request, { idempotencyKey, signal: signal() });
         delivery = created.delivery;
+        keyAccepted(activityAccount());
         // The gate made the call: say for which delivery workflow (the key is its ID).
         Context.current().log.info('delivery created at the provider', { deliveryId: delivery.id, replayed: created.replayed, deliveryWorkflowId: idempotencyKey });
       }
@@ -127,15 +167,25 @@ export function createProviderActivities(providers: ProviderFor, o: { httpTimeou
       return { delivery, told, afterCallMs: Math.round(now() - called) };
     }),
 
-    getDelivery: withProviderFailures(async (deliveryId: string): Promise<DeliveryRecord> => providerFor().getDelivery(deliveryId, { signal: signal() })),
+    getDelivery: withProviderFailures(async (deliveryId: string): Promise<DeliveryRecord> => paused((p) => p.getDelivery(deliveryId, { signal: signal() }))),
 
     updateDelivery: withProviderFailures(
       async ({ deliveryId, patch }: { deliveryId: string; patch: UpdateDeliveryRequest }): Promise<DeliveryRecord> =>
-        providerFor().updateDelivery(deliveryId, patch, { signal: signal() }),
+        paused((p) => p.updateDelivery(deliveryId, patch, { signal: signal() })),
     ),
 
-    cancelDelivery: withProviderFailures(async (deliveryId: string): Promise<DeliveryRecord> => providerFor().cancelDelivery(deliveryId, { signal: signal() })),
+    cancelDelivery: withProviderFailures(async (deliveryId: string): Promise<DeliveryRecord> => paused((p) => p.cancelDelivery(deliveryId, { signal: signal() }))),
   };
 }
 
 export type ProviderActivities = ReturnType<typeof createProviderActivities>;
+
+/** Retryable, never final: the delivery's own retry policy brings the call back after the account's next probe. */
+function accountPaused(account: string, retryInMs: number, what: string): ApplicationFailure {
+  return ApplicationFailure.create({
+    type: ACCOUNT_PAUSED,
+    message: `courier account ${account} is paused: the courier refuses its API key (401); this call ${what}, next attempt in ${Math.round(retryInMs / 1000)} s`,
+    nonRetryable: false,
+    nextRetryDelay: retryInMs,
+  });
+}

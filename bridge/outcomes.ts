@@ -30,6 +30,9 @@ export const REASON_CODES = [
   'workflow_not_started',
   'temporal_unavailable',
   'internal_error',
+  // recorded only (metrics, logs), never answered: the account's secrets could not be read, and
+  // the webhook was answered as a bad signature, so no request learns that the account exists
+  'secrets_unreadable',
 ] as const;
 export type ReasonCode = (typeof REASON_CODES)[number];
 
@@ -40,6 +43,8 @@ export class HttpProblem extends Error {
     readonly code: ReasonCode,
     readonly reason: string,
     readonly extra: Record<string, unknown> = {},
+    /** What the operator sees (metrics, logs) when the answer must not say it. */
+    readonly recorded: ReasonCode = code,
   ) {
     super(reason);
   }

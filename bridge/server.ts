@@ -196,7 +196,7 @@ export function createBridge(o: BridgeOptions): Bridge {
       answer = json(200, { outcome, workflow_id: done.workflowId });
     } catch (err) {
       const p = err instanceof HttpProblem ? err : new HttpProblem(500, 'internal_error', 'internal error');
-      ({ outcome, code, reason } = p);
+      ({ outcome, recorded: code, reason } = p); // the operator's code: the answer may not say it (secrets_unreadable)
       answer = json(p.status, { outcome, reason, ...p.extra }, p.status === 503 ? { 'retry-after': retryAfter } : undefined);
     }
     send(req, res, answer);

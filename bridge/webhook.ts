@@ -47,7 +47,7 @@ export interface WebhookHandlerOptions {
   now: () => number;
   /** Called when an answer came from the negative cache instead of the provider or Temporal. */
   onNegativeHit?: (kind: 'unknown_delivery' | 'workflow_closed') => void;
-  /** Called when an account's secrets could not be read (a missing file): the webhook is answered 503. */
+  /** Called when an account's secrets could not be read (a missing file): the webhook is answered as a bad signature, recorded as `secrets_unreadable`. */
   onSecretsError?: (account: string, err: Error) => void;
 }
 
@@ -86,20 +86,24 @@ export function createWebhookHandler(o: WebhookHandlerOptions) {
   /** Signals under way, by event id: a copy arriving meanwhile waits for the first instead of signalling too. */
   const inFlight = new Map<string, Promise<Delivered>>();
 
-  /** The account's secrets, or the decoy for an unknown account or one without secrets (the same answer, the same work). */
-  function secretsOf(account: BridgeAccount | undefined): readonly string[] {
+  /**
+   * The account's secrets, or the decoy for an unknown account or one without secrets (the same
+   * answer, the same work). Secrets that cannot be read (a file missing or unreadable right now)
+   * give the decoy too, `unreadable`: a 503 would tell anyone that the account exists, and the
+   * courier retries a 401 as it retries a 503 (docs/accounts.md).
+   */
+  function secretsOf(account: BridgeAccount | undefined): { secrets: readonly string[]; unreadable?: true } {
     if (!account) {
       o.accounts.decoyRead();
-      return decoy;
+      return { secrets: decoy };
     }
-    let secrets: string[];
     try {
-      secrets = account.webhookSecrets();
+      const secrets = account.webhookSecrets();
+      return { secrets: secrets.length > 0 ? secrets : decoy };
     } catch (err) {
       o.onSecretsError?.(account.id, err as Error);
-      throw new HttpProblem(503, 'internal_error', 'the webhook secrets cannot be read right now');
+      return { secrets: decoy, unreadable: true };
     }
-    return secrets.length > 0 ? secrets : decoy;
   }
 
   /** `account`: the id the request's URL names, undefined when it names none the bridge serves. */
@@ -110,8 +114,11 @@ export function createWebhookHandler(o: WebhookHandlerOptions) {
 
     const account = accountId === undefined ? undefined : o.accounts.get(accountId);
     const id = header(req, 'webhook-id');
-    const verified = verifyWebhook(secretsOf(account), { id, timestamp: header(req, 'webhook-timestamp'), signature: header(req, 'webhook-signature') }, raw, o.now());
-    if (!verified.ok) throw new HttpProblem(401, verified.reason, `signature not accepted: ${verified.reason}`);
+    const { secrets, unreadable } = secretsOf(account);
+    const verified = verifyWebhook(secrets, { id, timestamp: header(req, 'webhook-timestamp'), signature: header(req, 'webhook-signature') }, raw, o.now());
+    if (!verified.ok) throw new HttpProblem(401, verified.reason, `signature not accepted: ${verified.reason}`, {}, unreadable ? 'secrets_unreadable' : verified.reason);
+    // Only the decoy was tried: nobody holds it; said again so no change above can let the webhook through.
+    if (unreadable) throw new HttpProblem(401, 'no_matching_signature', 'signature not accepted: no_matching_signature', {}, 'secrets_unreadable');
     // Only the decoy could have matched, and nobody holds it; said again so no change above can let an unknown account through.
     if (!account) throw new HttpProblem(401, 'no_matching_signature', 'signature not accepted: no_matching_signature');
 

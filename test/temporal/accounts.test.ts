@@ -13,11 +13,9 @@
 import { mkdtempSync, renameSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Client, Connection } from '@temporalio/client';
-import { accountRegistryFromEnv, type AccountRegistry } from '../../accounts/registry';
-import { providerClientsFor, type ProviderClients } from '../../accounts/provider-clients';
-import { createProviderActivities } from '../../activities/provider-activities';
-import { DeliveryClient, DeliveryRequestRejectedError } from '../../client/delivery-client';
+import type { Client } from '@temporalio/client';
+import type { AccountRegistry } from '../../accounts/registry';
+import { DeliveryRequestRejectedError, type DeliveryClient } from '../../client/delivery-client';
 import { gateStatusQuery } from '../../contract/gate-messages';
 import { deliveryWorkflowId, gateWorkflowId } from '../../contract/workflow-ids';
 import { WORKFLOW_FAILURE_TYPES } from '../../contract/failures';
@@ -25,8 +23,8 @@ import { keyFingerprint } from '../../simulator/auth';
 import { createSimulator, type Simulator } from '../../simulator/server';
 import { deliveryRequest } from '../fixtures/orders';
 import { eventually } from '../helpers/stack';
-import { testClient } from '../helpers/temporal';
-import { startWorkers, type RunningWorkers } from '../helpers/workers';
+import { startAccountStack, type AccountStack } from '../helpers/account-stack';
+import type { RunningWorkers } from '../helpers/workers';
 
 jest.setTimeout(120_000);
 
@@ -38,13 +36,11 @@ const CREATION_WINDOW_MS = 4_000;
 
 let sim: Simulator;
 let dir: string;
+let stack: AccountStack;
 let registry: AccountRegistry;
-let clients: ProviderClients;
 let workers: RunningWorkers;
 let temporal: Client;
-let connection: Connection;
 let deliveries: DeliveryClient;
-const started: string[] = [];
 
 function writeRegistry(shops: Shop[]): void {
   const accounts = shops.map((id) => ({ id, baseUrl: sim.url, apiKey: { file: `${id}.key` }, limits: `creations=${CREATION_LIMIT}/${CREATION_WINDOW_MS / 1000}s` }));
@@ -60,21 +56,13 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'delivery-accounts-'));
   for (const [id, key] of Object.entries(KEYS)) writeFileSync(join(dir, `${id}.key`), key);
   writeRegistry(['shop-a', 'shop-b']);
-  registry = accountRegistryFromEnv({ DELIVERY_ACCOUNTS_FILE: join(dir, 'accounts.json'), DELIVERY_ACCOUNTS_RELOAD_MS: '100' });
-  clients = providerClientsFor(registry, { timeoutMs: 5_000 });
-  workers = await startWorkers(createProviderActivities((account) => clients.forAccount(account)), { prefix: 'accounts', accounts: registry });
-  ({ client: temporal, connection } = await testClient());
-  deliveries = new DeliveryClient({ temporal, taskQueue: workers.taskQueue, followUp: { endGraceMs: 0 } });
+  stack = await startAccountStack(join(dir, 'accounts.json'), 'accounts');
+  ({ registry, workers, temporal, deliveries } = stack);
 });
 
 afterAll(async () => {
-  // Nothing of this file left running on the shared dev server.
-  await Promise.all(started.map((id) => temporal.workflow.getHandle(id).terminate('test over').catch(() => undefined)));
-  await workers.stop();
-  await clients.close();
-  registry.close();
+  await stack.stop();
   await sim.close();
-  await connection.close();
 });
 
 function order() {
@@ -84,7 +72,7 @@ function order() {
 
 async function start(reference: string, account: Shop) {
   const s = await deliveries.startDelivery(order(), { reference, account });
-  started.push(s.workflowId);
+  stack.started.push(s.workflowId);
   return s;
 }
 

@@ -2,10 +2,11 @@
  * The bridge with many courier accounts, every part real: a registry file with two accounts
  * (keys and webhook secrets in files), the simulator holding both accounts' keys, the dev server.
  * Each account's webhooks are verified with its own secrets only, routed to its own workflow ID,
- * and looked up with its own key; an unknown account is answered exactly like a bad signature;
- * a rotated secret or key is used from the next webhook, a new account from the next reload.
+ * and looked up with its own key; an unknown account, and an account whose secrets cannot be read,
+ * are answered exactly like a bad signature; a rotated secret or key is used from the next webhook,
+ * a new account from the next reload.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Client, Connection } from '@temporalio/client';
@@ -34,6 +35,7 @@ let bridgeUrl: string;
 let adminUrl: string;
 const taskQueue = uniqueTaskQueue('bridge-accounts');
 const started: string[] = [];
+const logged: Record<string, unknown>[] = [];
 let seq = 0;
 
 const file = (name: string, text: string) => writeFileSync(join(dir, name), `${text}\n`);
@@ -56,7 +58,7 @@ beforeAll(async () => {
   registry = accountRegistryFromEnv({ DELIVERY_ACCOUNTS_FILE: join(dir, 'accounts.json'), DELIVERY_ACCOUNTS_RELOAD_MS: '50' });
   accounts = registryAccounts(registry, { timeoutMs: 5_000 });
   ({ client: temporal, connection } = await testClient());
-  bridge = createBridge({ temporal, accounts, retryAfterSeconds: 1, log: () => undefined });
+  bridge = createBridge({ temporal, accounts, retryAfterSeconds: 1, log: (entry) => void logged.push(entry) });
   bridgeUrl = await bridge.listen(0, '127.0.0.1');
   adminUrl = await bridge.listenAdmin(0, '127.0.0.1');
 });
@@ -102,6 +104,9 @@ async function post(path: string, evt: { id: string }, secret: string | null, at
   return { status: res.statusCode, headers: res.headers, text: await res.body.text() };
 }
 
+/** What a caller sees of an answer: status, body and headers (but the date). */
+const shape = (x: Answer) => ({ status: x.status, text: x.text, headers: Object.fromEntries(Object.entries(x.headers).filter(([k]) => k !== 'date')) });
+
 async function signals(workflowId: string): Promise<number> {
   const history = await temporal.workflow.getHandle(workflowId).fetchHistory();
   return (history.events ?? []).filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'statusChanged').length;
@@ -139,7 +144,6 @@ test("an account's webhook is verified with its secrets, looked up with its key 
 test('an unknown account gets exactly the answer of a bad signature, counted under one label', async () => {
   const a = await deliveryOf(A, false);
   const unknownBefore = await counted(UNKNOWN_ACCOUNT_LABEL, 'rejected', 'no_matching_signature');
-  const shape = (x: Answer) => ({ status: x.status, text: x.text, headers: Object.fromEntries(Object.entries(x.headers).filter(([k]) => k !== 'date')) });
   const stale = Date.now() - 3_600_000;
   for (const [secret, at] of [
     [B.secret, Date.now()],
@@ -162,6 +166,26 @@ test('an unknown account gets exactly the answer of a bad signature, counted und
   const text = await (await request(`${adminUrl}/metrics`)).body.text();
   expect(text).not.toContain('nobody');
   expect(text).not.toContain('Not-An-Id');
+});
+
+test("an account whose secrets cannot be read is answered as an unknown account (nothing tells that it exists), recorded for the operator as secrets_unreadable; the courier's next attempt is delivered once they can", async () => {
+  const a = await deliveryOf(A);
+  const evt = event(a.deliveryId);
+  const before = await counted(A.id, 'rejected', 'secrets_unreadable');
+  renameSync(join(dir, `${A.id}.secrets`), join(dir, `${A.id}.secrets.away`)); // a secret mount gone for a moment
+  const unreadable = await post(accountWebhookPath(A.id), evt, A.secret);
+  expect(shape(unreadable)).toEqual(shape(await post(accountWebhookPath('nobody'), evt, A.secret)));
+  expect(unreadable.status).toBe(401);
+  // The operator sees the real cause, naming the account: a count and a log line.
+  expect(await counted(A.id, 'rejected', 'secrets_unreadable')).toBe(before + 1);
+  expect(logged).toContainEqual(expect.objectContaining({ msg: 'webhook secrets cannot be read', account: A.id }));
+  expect(await signals(a.workflowId)).toBe(0);
+
+  // The courier retries a refused webhook (any answer but a 2xx): the same event, once the secrets are back.
+  renameSync(join(dir, `${A.id}.secrets.away`), join(dir, `${A.id}.secrets`));
+  const retried = await post(accountWebhookPath(A.id), evt, A.secret);
+  expect(JSON.parse(retried.text)).toEqual({ outcome: 'accepted', workflow_id: a.workflowId });
+  expect(await signals(a.workflowId)).toBe(1);
 });
 
 test("a rotated webhook secret and a rotated key are used from the next webhook; a new account from the next reload, all without a restart", async () => {

@@ -1,8 +1,9 @@
 /**
  * The real processes (`npm run simulator`, `npm run worker`, `npm run bridge` and the CLI), as an
  * operator runs them, against the test's Temporal dev server: a delivery goes end to end, a bad
- * key fails it cleanly, a forged webhook is refused, the worker exports Prometheus metrics, and
- * no API key, webhook secret or payload key ever reaches a log line.
+ * key pauses its account (in the pacing gate, and in the calls outside it: task-queue pacing),
+ * counted once in `delivery_account_unauthorized`, a forged webhook is refused, the worker
+ * exports Prometheus metrics, and no API key, webhook secret or payload key ever reaches a log line.
  */
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
@@ -11,7 +12,8 @@ import { generatePayloadKey } from '../../temporal/payload-codec';
 import { generateWebhookSecret } from '../../provider/webhook-signature';
 import { freePort } from '../../scripts/temporal-dev-server';
 import { deliveryRequest } from '../fixtures/orders';
-import { ENTRY, ProcessGroup, ROOT } from '../../scripts/processes';
+import { ENTRY, ProcessGroup, removeWorkflowBundleFile, ROOT, workflowBundleFile } from '../../scripts/processes';
+import { parsePrometheusText } from '../helpers/prometheus';
 import { testServerAddress } from '../helpers/temporal';
 import { eventually } from '../helpers/stack';
 import { writeFileSync, mkdtempSync } from 'node:fs';
@@ -26,19 +28,23 @@ const SECRETS = [API_KEY, WRONG_KEY, WEBHOOK_SECRET, WEBHOOK_SECRET.slice('whsec
 
 const processes = new ProcessGroup();
 
+/** Waits for the ready line as long as beforeAll lets it: four processes starting at once on a shared machine may take over a minute. */
 async function start(name: string, entry: string, env: NodeJS.ProcessEnv, ready: RegExp): Promise<void> {
-  await processes.start({ name, entry, env, ready });
+  await processes.start({ name, entry, env, ready, startTimeoutMs: 0 });
 }
 
 let env: Record<string, string>;
 let cliEnv: NodeJS.ProcessEnv;
 let metricsAddress: string;
+/** The Temporal runtime's metrics of the two workers with the revoked key: paced by the gate, and by task queue (every call outside the gate). */
+const revokedMetrics = { gate: '', 'task-queue': '' };
 let bridgeUrl: string;
 let bridgeAdminUrl: string;
 
 beforeAll(async () => {
   const { address, namespace } = testServerAddress();
   const [simPort, bridgePort, metricsPort, bridgeAdminPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
+  for (const pacing of ['gate', 'task-queue'] as const) revokedMetrics[pacing] = `127.0.0.1:${await freePort()}`;
   const simUrl = `http://127.0.0.1:${simPort}`;
   bridgeUrl = `http://127.0.0.1:${bridgePort}`;
   bridgeAdminUrl = `http://127.0.0.1:${bridgeAdminPort}`;
@@ -59,15 +65,20 @@ beforeAll(async () => {
     { SIMULATOR_PORT: String(simPort), SIMULATOR_API_KEYS: API_KEY, SIMULATOR_AUTO_ADVANCE_MS: '150', SIMULATOR_WEBHOOK_URL: `${bridgeUrl}/webhooks/delivery`, SIMULATOR_WEBHOOK_SECRET: WEBHOOK_SECRET },
     ENTRY.simulator.ready,
   );
+  // The worker bundles its workflows as an operator's does; the revoked-key workers load a bundle made once (three bundling at once take minutes on a busy machine).
+  const bundle = await workflowBundleFile();
   await Promise.all([
     start('worker', ENTRY.worker.entry, { ...env, LOG_LEVEL: 'DEBUG', WORKER_METRICS_ADDRESS: metricsAddress }, ENTRY.worker.ready),
-    start('worker-revoked', ENTRY.worker.entry, { ...env, DELIVERY_TASK_QUEUE: `${taskQueue}-revoked`, DELIVERY_API_KEY: WRONG_KEY, LOG_LEVEL: 'DEBUG' }, ENTRY.worker.ready),
+    ...(['gate', 'task-queue'] as const).map((pacing) =>
+      start(`worker-revoked-${pacing}`, ENTRY.worker.entry, { ...env, DELIVERY_TASK_QUEUE: `${taskQueue}-revoked-${pacing}`, DELIVERY_API_KEY: WRONG_KEY, PROVIDER_PACING: pacing, WORKER_METRICS_ADDRESS: revokedMetrics[pacing], WORKER_WORKFLOW_BUNDLE: bundle, LOG_LEVEL: 'DEBUG' }, ENTRY.worker.ready),
+    ),
     start('bridge', ENTRY.bridge.entry, { ...env, BRIDGE_PORT: String(bridgePort), BRIDGE_ADMIN_PORT: String(bridgeAdminPort), DELIVERY_WEBHOOK_SECRETS: WEBHOOK_SECRET }, ENTRY.bridge.ready),
   ]);
-}, 120_000);
+}, 240_000);
 
 afterAll(async () => {
   await processes.stopAll();
+  await removeWorkflowBundleFile();
 });
 
 const cli = (args: string[], extra: NodeJS.ProcessEnv = {}) =>
@@ -90,13 +101,24 @@ it('run a delivery end to end, pause the account of a revoked key cleanly, refus
   expect(final.status).toBe('DELIVERED');
   expect(final.destinations.every((d: { trackingUrl: string }) => d.trackingUrl.startsWith('http'))).toBe(true);
 
-  // A revoked key pauses the account: its delivery waits (one probe call per period), and the worker says so once.
-  const revoked = await cli(['create', '--reference', `${reference}-R`, '--order', orderFile], { DELIVERY_TASK_QUEUE: `${env.DELIVERY_TASK_QUEUE}-revoked` });
-  processes.log('cli', `${revoked.stdout}${revoked.stderr}`);
-  await eventually('the worker to pause the account', () => (processes.output.includes('courier account paused') ? true : undefined), 30_000);
-  const result = await cli(['status', `${reference}-R`, '--json'], { DELIVERY_TASK_QUEUE: `${env.DELIVERY_TASK_QUEUE}-revoked` });
-  processes.log('cli', `${result.stdout}${result.stderr}`);
-  expect(JSON.parse(result.stdout).deliveryId).toBeUndefined(); // nothing was created
+  // A revoked key pauses the account, whichever way its calls are paced: its delivery waits (one
+  // probe call per period, nothing failed), and the worker says so once, in a line and a count.
+  for (const pacing of ['gate', 'task-queue'] as const) {
+    const queue = { DELIVERY_TASK_QUEUE: `${env.DELIVERY_TASK_QUEUE}-revoked-${pacing}` };
+    const revoked = await cli(['create', '--reference', `${reference}-R-${pacing}`, '--order', orderFile], queue);
+    processes.log('cli', `${revoked.stdout}${revoked.stderr}`);
+    const paused = () => processes.output.split('\n').filter((l) => l.startsWith(`[worker-revoked-${pacing}]`) && l.includes('courier account paused'));
+    await eventually(`the ${pacing} worker to pause the account`, () => (paused().length > 0 ? true : undefined), 30_000);
+    // Two probe periods later: still one line, one count, and the delivery waits.
+    await new Promise((r) => setTimeout(r, 11_000));
+    expect(paused()).toHaveLength(1);
+    const counted = parsePrometheusText(await (await fetch(`http://${revokedMetrics[pacing]}/metrics`)).text());
+    expect(counted.sum('delivery_account_unauthorized', { account: 'default' })).toBe(1);
+    const result = await cli(['status', `${reference}-R-${pacing}`, '--json'], queue);
+    processes.log('cli', `${result.stdout}${result.stderr}`);
+    expect(JSON.parse(result.stdout)).toMatchObject({ phase: expect.not.stringMatching(/ended/) });
+    expect(JSON.parse(result.stdout).deliveryId).toBeUndefined(); // nothing was created
+  }
 
   const forged = await fetch(`${bridgeUrl}/webhooks/delivery`, {
     method: 'POST',

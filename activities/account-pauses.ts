@@ -1,0 +1,55 @@
+/**
+ * Courier accounts whose key the courier refuses (401), as this worker process sees it on the
+ * calls that do not go through the pacing gate: reads, updates, cancels (and quotes and creations
+ * with PROVIDER_PACING=task-queue). The gate pauses its own calls (workflows/gate.ts); these are
+ * each their delivery's activity, so they pause the Temporal way: while the account is paused,
+ * one call per UNAUTHORIZED_PROBE_MS goes to the courier (a probe, with the key read anew from the
+ * registry), every other fails at once, retryable, its next attempt set to after the next probe.
+ * A corrected key is accepted by the next probe and the other calls follow at their next attempt;
+ * a revoked key costs one refused call per period and process, and no delivery fails for it.
+ * Pure bookkeeping on the monotonic clock; activities/provider-activities.ts logs and counts.
+ */
+import { UNAUTHORIZED_PROBE_MS } from '../workflows/gate-state';
+
+/** A paused call's next attempt comes this long after the probe is due, so the probe has usually been answered by then. */
+const AFTER_PROBE_MS = 1_000;
+
+export class AccountPauses {
+  /** Paused accounts: since when, and when the next probe may go out. */
+  private readonly paused = new Map<string, { since: number; probeAt: number }>();
+
+  constructor(
+    private readonly now: () => number = () => performance.now(),
+    readonly probeMs = UNAUTHORIZED_PROBE_MS,
+  ) {}
+
+  /** Whether a call of the account may go to the courier now (not paused, or the period's probe); when not, the delay before its next attempt. */
+  admit(account: string): { retryInMs: number } | undefined {
+    const p = this.paused.get(account);
+    if (!p) return undefined;
+    const t = this.now();
+    if (t < p.probeAt) return { retryInMs: Math.ceil(p.probeAt - t) + AFTER_PROBE_MS };
+    p.probeAt = t + this.probeMs;
+    return undefined;
+  }
+
+  /** The courier refused the account's key: `started` the first time (one log line, one count per pause); the delay before this call's next attempt. */
+  refused(account: string): { started: boolean; retryInMs: number } {
+    const t = this.now();
+    const p = this.paused.get(account);
+    if (p) p.probeAt = Math.max(p.probeAt, t + this.probeMs);
+    else this.paused.set(account, { since: t, probeAt: t + this.probeMs });
+    return { started: !p, retryInMs: Math.ceil(this.paused.get(account)!.probeAt - t) };
+  }
+
+  /** The courier answered a call made with the account's key: how long the pause lasted, when one ends now. */
+  accepted(account: string): number | undefined {
+    const p = this.paused.get(account);
+    if (!p) return undefined;
+    this.paused.delete(account);
+    return Math.round(this.now() - p.since);
+  }
+}
+
+/** The failure type of a call held back while its account is paused: retried (after `nextRetryDelay`), never final, so no retry policy may list it. */
+export const ACCOUNT_PAUSED = 'CourierAccountPaused';
