@@ -70,7 +70,7 @@ type RunStorage = { run<R>(store: otel.Context, fn: () => R): R; disable(): void
  * only while its own activation runs. Its pending promises keep the context they were made in and
  * find it again when a later activation resumes them; nothing about commands changes.
  */
-class OwnActivationContext implements WorkflowInternalsInterceptor {
+export class OwnActivationContext implements WorkflowInternalsInterceptor {
   private storage: RunStorage | undefined;
 
   constructor() {
