@@ -10,6 +10,15 @@ import type { Tracing } from './install';
 /** The workflow interceptor module a traced worker's bundle must include. */
 export const WORKFLOW_TRACING_MODULE = require.resolve('../workflows/tracing-interceptors');
 
+/**
+ * Modules a traced bundle evaluates once per worker thread instead of once per workflow run (the
+ * SDK's `preloadModules`; the reused V8 context otherwise gives each run its own module state).
+ * Only stateless ones: OpenTelemetry's semantic conventions (thousands of constants, no
+ * dependency). `@opentelemetry/api` holds a tracer provider per run, so it and every module
+ * importing it stay per run.
+ */
+export const WORKFLOW_TRACING_PRELOAD = [require.resolve('../workflows/tracing-preload')];
+
 export function tracedWorkerOptions(tracing: Tracing | undefined, runsWorkflows: boolean): Pick<WorkerOptions, 'interceptors' | 'sinks'> {
   if (!tracing) return {};
   return {

@@ -27,7 +27,7 @@ import { DEFAULT_PACING, taskQueueRatePerSecond, type PacingSettings } from './p
 import type { DeploymentVersion } from '../temporal/worker-deployment';
 import type { WorkerMetrics } from '../metrics/worker-metrics';
 import type { Tracing } from '../tracing/install';
-import { bundleIsTraced, tracedWorkerOptions, WORKFLOW_TRACING_MODULE } from '../tracing/worker';
+import { bundleIsTraced, tracedWorkerOptions, WORKFLOW_TRACING_MODULE, WORKFLOW_TRACING_PRELOAD } from '../tracing/worker';
 import { readFileSync } from 'node:fs';
 import type { AccountRegistry } from '../accounts/registry';
 
@@ -216,6 +216,7 @@ export function bundleWorkflows(workflowsPath = require.resolve('../workflows'),
   return bundleWorkflowCode({
     workflowsPath,
     workflowInterceptorModules: o.tracing ? [WORKFLOW_TRACING_MODULE] : [],
+    preloadModules: o.tracing ? WORKFLOW_TRACING_PRELOAD : [],
     // Workflow failures (and the activity failures they carry as causes) are encoded too, so the
     // payload codec encrypts their messages; harmless without a codec.
     failureConverterPath: FAILURE_CONVERTER_PATH,

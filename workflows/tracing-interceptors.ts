@@ -9,7 +9,7 @@
 import * as otel from '@opentelemetry/api';
 import { OpenTelemetryInboundInterceptor, OpenTelemetryInternalsInterceptor, OpenTelemetryOutboundInterceptor } from '@temporalio/interceptors-opentelemetry/lib/workflow';
 import { extractContextFromHeaders, headersWithContext } from '@temporalio/interceptors-opentelemetry/lib/instrumentation';
-import { workflowInfo, type ActivityInput, type LocalActivityInput, type Next, type SignalInput, type WorkflowOutboundCallsInterceptor, type WorkflowExecuteInput, type WorkflowInboundCallsInterceptor, type WorkflowInterceptors } from '@temporalio/workflow';
+import { workflowInfo, type ActivateInput, type ActivityInput, type ConcludeActivationInput, type LocalActivityInput, type Next, type SignalInput, type WorkflowInternalsInterceptor, type WorkflowOutboundCallsInterceptor, type WorkflowExecuteInput, type WorkflowInboundCallsInterceptor, type WorkflowInterceptors } from '@temporalio/workflow';
 
 class DeliveryTraceInbound extends OpenTelemetryInboundInterceptor {
   private run: otel.Context | undefined;
@@ -59,12 +59,46 @@ class GateContextOutbound implements WorkflowOutboundCallsInterceptor {
   }
 }
 
+/** The part of the SDK's workflow context manager this needs: its AsyncLocalStorage (a field the SDK does not export). */
+type RunStorage = { run<R>(store: otel.Context, fn: () => R): R; disable(): void };
+
+/**
+ * Each workflow run's context lives in an AsyncLocalStorage of its own (the SDK's workflow context
+ * manager), and Node copies every enabled storage into every promise its worker thread makes: with
+ * N traced workflows cached, each promise of any of them paid N copies, a cost growing with the
+ * open deliveries (docs/benchmarks.md, "What metrics and traces cost"). A run's storage is enabled
+ * only while its own activation runs. Its pending promises keep the context they were made in and
+ * find it again when a later activation resumes them; nothing about commands changes.
+ */
+export class OwnActivationContext implements WorkflowInternalsInterceptor {
+  private storage: RunStorage | undefined;
+
+  constructor() {
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- private in the API, checked below: no storage, nothing done
+    const manager = (otel.context as any)._getContextManager?.() as { storage?: Partial<RunStorage> } | undefined;
+    const storage = manager?.storage;
+    if (typeof storage?.run === 'function' && typeof storage.disable === 'function') this.storage = storage as RunStorage;
+  }
+
+  activate(input: ActivateInput, next: Next<WorkflowInternalsInterceptor, 'activate'>): void {
+    // The root context, as the context manager's own default: run() enables the storage, and it stays enabled for the microtasks that follow.
+    return this.storage ? this.storage.run(otel.ROOT_CONTEXT, () => next(input)) : next(input);
+  }
+
+  concludeActivation(input: ConcludeActivationInput, next: Next<WorkflowInternalsInterceptor, 'concludeActivation'>) {
+    this.storage?.disable();
+    return next(input);
+  }
+}
+
 export const interceptors = (): WorkflowInterceptors => {
   const type = workflowInfo().workflowType;
-  if (type === 'pacingGate') return { outbound: [new GateContextOutbound()], internals: [new OpenTelemetryInternalsInterceptor()] };
-  return {
-    inbound: [type === 'delivery' ? new DeliveryTraceInbound() : new OpenTelemetryInboundInterceptor()],
-    outbound: [new OpenTelemetryOutboundInterceptor()],
-    internals: [new OpenTelemetryInternalsInterceptor()],
-  };
+  // The SDK's interceptors first: made, they register the run's context manager that OwnActivationContext finds.
+  if (type === 'pacingGate') {
+    const outbound = [new GateContextOutbound()];
+    return { outbound, internals: [new OpenTelemetryInternalsInterceptor(), new OwnActivationContext()] };
+  }
+  const inbound = [type === 'delivery' ? new DeliveryTraceInbound() : new OpenTelemetryInboundInterceptor()];
+  const outbound = [new OpenTelemetryOutboundInterceptor()];
+  return { inbound, outbound, internals: [new OpenTelemetryInternalsInterceptor(), new OwnActivationContext()] };
 };
