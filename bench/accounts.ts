@@ -25,6 +25,8 @@ const BIG_ORDERS = num('BIG_ORDERS', 300);
 const REGISTERED = num('REGISTERED', 10_000);
 const REVOKED_MS = num('REVOKED_S', 20) * 1000;
 const IDLE_MS = num('IDLE_S', 30) * 1000;
+/** 0: the dev server without task-queue fairness, to measure what the account as fairness key changes. */
+const FAIRNESS = num('FAIRNESS', 1) > 0;
 const progress = progressLog('accounts');
 const load = () => loadavg().map((l) => l.toFixed(1)).join(' ');
 
@@ -142,13 +144,13 @@ async function idlePhase(e: Env) {
 }
 
 export async function accountsBenchmark(): Promise<BenchmarkOutput> {
-  const stack = await benchStack(progress, num('TIME_LIMIT_MIN', 30) * 60_000);
+  const stack = await benchStack(progress, num('TIME_LIMIT_MIN', 30) * 60_000, { serverArgs: FAIRNESS ? [] : ['--dynamic-config-value', 'matching.enableFairness=false'] });
   try {
     const { sim, url } = await stack.simulator({ timeScale: SCALE });
     const dir = mkdtempSync(join(tmpdir(), 'bench-accounts-'));
     stack.cleanup.add(() => rmSync(dir, { recursive: true, force: true }));
     const e: Env = { ctx: { stack, temporal: await stack.client(), bundle: await stack.bundle() }, sim, url, dir };
-    const f = { scale: SCALE, accounts: SMALL + 1, big_orders: BIG_ORDERS, registered: REGISTERED, load_average_start: load(), ...(await runPhase(e)), ...(await idlePhase(e)) };
+    const f = { scale: SCALE, fairness: FAIRNESS ? 'on' : 'off', accounts: SMALL + 1, big_orders: BIG_ORDERS, registered: REGISTERED, load_average_start: load(), ...(await runPhase(e)), ...(await idlePhase(e)) };
     const goals = { small_p99_5s: f.small_created_p99_s <= 5, big_drain_1_05: f.big_drain_ratio <= 1.05, windows: f.max_window_use_of_limit <= 1, no_429: f.refused_429 === 0, revoked_60s: f.revoked_created_after_correction_max_s <= 60,
       idle_cpu: f.idle_worker_cpu_cores <= 0.05, rss_64kib: f.rss_growth_kib_per_account <= 64, reload_1s: f.registry_reload_s <= 1, no_idle_timers: f.gates_of_idle_accounts + f.gate_timers_fired_while_idle === 0 };
     return { ...f, goals_not_met: Object.entries(goals).filter(([, ok]) => !ok).map(([g]) => g).join(' ') || 'none' };

@@ -45,14 +45,17 @@ export interface DevServer {
 export const DEV_SERVER_DYNAMIC_CONFIG = ['matching.numTaskqueueReadPartitions=1', 'matching.numTaskqueueWritePartitions=1', 'matching.useNewMatcher=true', 'matching.enableFairness=true'] as const;
 
 /** The flags that make the dev server match what the project needs. */
-export function devServerArgs(o: { port: number; uiPort?: number; dbFilename?: string; namespace: string }): string[] {
+export function devServerArgs(o: { port: number; uiPort?: number; dbFilename?: string; namespace: string; extraArgs?: string[] }): string[] {
+  const extra = o.extraArgs ?? [];
+  // A dynamic config key given again in extraArgs replaces ours (e.g. a benchmark with fairness off).
+  const replaced = new Set(extra.filter((_, i) => extra[i - 1] === '--dynamic-config-value').map((v) => v.split('=')[0]!));
   const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(o.port), '--namespace', o.namespace, '--log-level', 'warn'];
   if (o.uiPort !== undefined) args.push('--ui-ip', '127.0.0.1', '--ui-port', String(o.uiPort));
   else args.push('--headless');
   if (o.dbFilename) args.push('--db-filename', o.dbFilename);
   for (const key of DELIVERY_SEARCH_ATTRIBUTES) args.push('--search-attribute', `${key.name}=${searchAttributeFlagType(key.type)}`);
-  for (const v of DEV_SERVER_DYNAMIC_CONFIG) args.push('--dynamic-config-value', v);
-  return args;
+  for (const v of DEV_SERVER_DYNAMIC_CONFIG) if (!replaced.has(v.split('=')[0]!)) args.push('--dynamic-config-value', v);
+  return [...args, ...extra];
 }
 
 function searchAttributeFlagType(type: string): string {
@@ -90,7 +93,7 @@ export async function freePort(): Promise<number> {
 export async function startDevServer(options: DevServerOptions): Promise<DevServer> {
   const namespace = options.namespace ?? 'default';
   const port = options.port || (await freePort());
-  const args = [...devServerArgs({ port, uiPort: options.uiPort, dbFilename: options.dbFilename, namespace }), ...(options.extraArgs ?? [])];
+  const args = devServerArgs({ port, uiPort: options.uiPort, dbFilename: options.dbFilename, namespace, extraArgs: options.extraArgs });
   const child = spawn(options.cli, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let exited: number | null | undefined;
   let recent = '';
