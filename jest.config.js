@@ -1,6 +1,7 @@
 // Four projects: `unit` runs without any server (mocks allowed only here); `http` starts real
 // HTTP servers on 127.0.0.1 (simulator, bridge); `temporal` also shares one Temporal dev server,
-// started once in globalSetup; `cluster` provisions a multi-process Temporal cluster on PostgreSQL
+// started once in globalSetup; every project that starts workers reads one workflow bundle built
+// in globalSetup (test/helpers/workflow-bundle.ts); `cluster` provisions a multi-process Temporal cluster on PostgreSQL
 // per test file (test/helpers/cluster.ts).
 // Every project's tests run in test/helpers/quiet-environment.js: a passing test's console
 // output is dropped, a failing test's printed with its result.
@@ -37,6 +38,9 @@ module.exports = {
       testEnvironment: '<rootDir>/test/helpers/quiet-environment.js',
       transform,
       testMatch: ['<rootDir>/test/cluster/**/*.test.ts'],
+      // The run's workflow bundle (test/helpers/workflow-bundle.ts), if the temporal project has not built it.
+      globalSetup: '<rootDir>/test/helpers/bundle-global-setup.ts',
+      globalTeardown: '<rootDir>/test/helpers/bundle-global-teardown.ts',
       setupFiles: ['<rootDir>/test/helpers/quiet-runtime.ts'],
     },
   ],

@@ -40,7 +40,7 @@ export interface DeliveryWorkerOptions {
   client: Client;
   /** Pacing; defaults to the provider's limits through the gate. */
   pacing?: Partial<PacingSettings>;
-  /** A prebuilt bundle (tests build one per file, WORKER_WORKFLOW_BUNDLE names a file); otherwise the workflows are bundled here. */
+  /** A prebuilt bundle (tests build one per run, WORKER_WORKFLOW_BUNDLE names a file); otherwise the workflows are bundled here. */
   workflowBundle?: WorkflowBundleOption;
   /** Cap on activities running at once per call-family worker. */
   maxConcurrentActivities?: number;

@@ -25,6 +25,7 @@ import { ENTRY, SupervisedStack, workflowBundleFile, type ProcessGroup } from '.
 import type { PartStatus } from '../../scripts/supervisor';
 import { SimulatorControl } from './processes';
 import { makeStackVersionCurrent } from '../../scripts/deployment-on-start';
+import { runBundleFile } from './workflow-bundle';
 
 export interface ClusterStackOptions {
   workers: number;
@@ -85,7 +86,7 @@ export class ClusterStack {
     const [cli, tools] = [await ensureTemporalCli(log), await ensureServerTools((l) => process.stderr.write(`${l}\n`))];
     const ports = await freeClusterPorts(this.o.ui === true);
     this.cluster = new TemporalCluster({ tools, cli, dataDir: this.dataDir, ports, log, output: (name, line) => this.group.log(name, line), supervisor: this.stack.supervisor });
-    this.bundle = await workflowBundleFile();
+    this.bundle = runBundleFile() ?? (await workflowBundleFile());
     await this.cluster.start();
 
     const simPort = await freePort();

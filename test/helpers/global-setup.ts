@@ -2,9 +2,11 @@
  * Starts one Temporal dev server (in memory, headless, bound to 127.0.0.1) for the `temporal`
  * test project, downloading (or building) the Temporal CLI first if it is not on this machine
  * yet. Test files reach it through TEMPORAL_ADDRESS / TEMPORAL_NAMESPACE (see temporal.ts).
+ * Meanwhile, the run's workflow bundle is built (workflow-bundle.ts).
  */
 import { ensureTemporalCli } from '../../scripts/temporal-cli';
 import { startDevServer, type DevServer } from '../../scripts/temporal-dev-server';
+import { prepareRunBundle } from './workflow-bundle';
 
 /**
  * The server checks whether an old worker version is drained every few minutes, and calls it
@@ -19,7 +21,7 @@ declare global {
 
 export default async function globalSetup(): Promise<void> {
   const cli = await ensureTemporalCli((line) => process.stderr.write(`${line}\n`));
-  const server = await startDevServer({ cli, namespace: 'default', extraArgs: TEST_DEV_SERVER_ARGS });
+  const [server] = await Promise.all([startDevServer({ cli, namespace: 'default', extraArgs: TEST_DEV_SERVER_ARGS }), prepareRunBundle()]);
   globalThis.__temporalDevServer = server;
   process.env.TEMPORAL_ADDRESS = server.address;
   process.env.TEMPORAL_NAMESPACE = server.namespace;

@@ -6,6 +6,7 @@ import { generatePayloadKey, dataConverterFromEnv } from '../../temporal/payload
 import { generateWebhookSecret } from '../../provider/webhook-signature';
 import { ENTRY, ProcessGroup, workflowBundleFile, type RunningProcess } from '../../scripts/processes';
 import { freePort } from '../../scripts/temporal-dev-server';
+import { runBundleFile } from './workflow-bundle';
 import type { DeliveryRecord, OrderRecord } from '../../provider/schemas';
 import type { RequestLogEntry } from '../../simulator/context';
 import type { WebhookAttempt, WebhookDispatch } from '../../simulator/webhooks';
@@ -66,7 +67,8 @@ export class DeliveryProcesses {
   /** Starts the simulator, then the bridge and the worker, and waits until all three are ready. */
   static async start(o: DeliveryProcessesOptions): Promise<DeliveryProcesses> {
     const p = new DeliveryProcesses(o, { sim: await freePort(), bridge: await freePort() });
-    p.workerBundle = await workflowBundleFile({ ...process.env, ...o.workerEnv });
+    const workerEnv = { ...process.env, ...o.workerEnv };
+    p.workerBundle = runBundleFile(workerEnv) ?? (await workflowBundleFile(workerEnv));
     try {
       const secret = generateWebhookSecret();
       p.env.DELIVERY_WEBHOOK_SECRETS = secret;

@@ -7,13 +7,15 @@ import type { ProviderActivities } from '../../activities/provider-activities';
 import type { CallFamily, RateLimit } from '../../provider/limits';
 import type { PacingSettings } from '../../worker/pacing-config';
 import type { NotifyConfig } from '../../notifications/config';
-import { bundleWorkflows, createDeliveryWorkers, type DeliveryWorkers } from '../../worker/worker';
+import { createDeliveryWorkers, type DeliveryWorkers } from '../../worker/worker';
 import type { DeploymentVersion } from '../../temporal/worker-deployment';
 import { testNativeConnection, testServerAddress, uniqueTaskQueue } from './temporal';
+import { plainWorkflowBundle } from './workflow-bundle';
 
 let bundle: Promise<WorkflowBundle> | undefined;
+/** The product's workflows, bundled once per run (test/helpers/workflow-bundle.ts). */
 export function workflowBundle(): Promise<WorkflowBundle> {
-  bundle ??= bundleWorkflows();
+  bundle ??= plainWorkflowBundle();
   return bundle;
 }
 

@@ -19,6 +19,7 @@ import type { WebhookAttempt } from '../../simulator/webhooks';
 import { freePort, stopProcess } from '../../scripts/temporal-dev-server';
 import { deliveryRequest } from '../fixtures/orders';
 import { testClient, testServerAddress, uniqueTaskQueue } from '../helpers/temporal';
+import { runBundleFile } from '../helpers/workflow-bundle';
 
 const ROOT = join(__dirname, '../..');
 const WEBHOOK_SECRET = generateWebhookSecret();
@@ -68,6 +69,7 @@ let dir: string;
 let stateFile: string;
 let simUrl: string;
 let env: Record<string, string>;
+let workerEnv: Record<string, string>;
 let simEnv: Record<string, string>;
 let bridgeEnv: Record<string, string>;
 let deliveries: DeliveryClient;
@@ -89,6 +91,9 @@ beforeAll(async () => {
     DELIVERY_API_KEY: 'sandbox-key',
     DELIVERY_PAYLOAD_KEYS: '', // no encryption: the test's client reads the results as they are
   };
+  // The run's prebuilt workflows, so each worker start skips webpack (processes.test.ts has a worker bundle its own).
+  const bundle = runBundleFile();
+  workerEnv = bundle ? { ...env, WORKER_WORKFLOW_BUNDLE: bundle } : env;
   // Provider time 10× faster: one step every 1.5 s, webhook retries after 0.5 s, 3 s, ...
   simEnv = {
     SIMULATOR_PORT: String(simPort),
@@ -114,7 +119,7 @@ afterAll(async () => {
 /** The worker and the bridge first, so the simulator's resumed webhooks find the bridge up. */
 async function startStack(round: number): Promise<{ simulator: ChildProcess; worker: ChildProcess; bridge: ChildProcess }> {
   const [worker, bridge] = await Promise.all([
-    start(`worker#${round}`, 'worker/main.ts', env, /^worker: task queue/m),
+    start(`worker#${round}`, 'worker/main.ts', workerEnv, /^worker: task queue/m),
     start(`bridge#${round}`, 'bridge/main.ts', bridgeEnv, /^bridge: listening/m),
   ]);
   const simulator = await start(`simulator#${round}`, 'simulator/main.ts', simEnv, /state file: /);
