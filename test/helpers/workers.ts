@@ -10,6 +10,7 @@ import type { NotifyConfig } from '../../notifications/config';
 import { bundleWorkflows, createDeliveryWorkers, type DeliveryWorkers } from '../../worker/worker';
 import type { DeploymentVersion } from '../../temporal/worker-deployment';
 import { testNativeConnection, testServerAddress, uniqueTaskQueue } from './temporal';
+import type { WorkerMetrics } from '../../metrics/worker-metrics';
 
 let bundle: Promise<WorkflowBundle> | undefined;
 export function workflowBundle(): Promise<WorkflowBundle> {
@@ -45,6 +46,8 @@ export interface StartWorkersOptions {
   workflowBundle?: WorkflowBundle;
   /** The courier accounts served (test/temporal/accounts.test.ts); unset: any account passes the start check. */
   accounts?: AccountRegistry;
+  /** The workers' own metrics (test/temporal/notifications.test.ts reads them); unset: none. */
+  metrics?: WorkerMetrics;
 }
 
 export async function startWorkers(activities: ProviderActivities, options: StartWorkersOptions = {}): Promise<RunningWorkers> {
@@ -64,6 +67,7 @@ export async function startWorkers(activities: ProviderActivities, options: Star
     notify: options.notify,
     deployment: options.deployment,
     accounts: options.accounts,
+    metrics: options.metrics,
   });
   const running = workers.run();
   let stopped: Promise<void> | undefined;
