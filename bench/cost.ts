@@ -7,18 +7,15 @@
  * notifies an endpoint. Also worker CPU per delivery and bridge CPU per webhook (/proc).
  * Smaller or other runs: COST_BENCH_DELIVERIES (per shape), COST_BENCH_STOPS (e.g. 3,1,30), COST_BENCH_STATUS_SEARCH.
  */
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { temporal } from '@temporalio/proto';
-import { DeliveryClient } from '../client/delivery-client';
 import type { DeliveryResult } from '../contract/delivery-types';
 import { deliveryRank } from '../provider/lifecycle';
 import { gateWorkflowId } from '../contract/workflow-ids';
-import { generateWebhookSecret } from '../provider/webhook-signature';
 import { deliveryRequest } from '../test/fixtures/orders';
+import { startReceiver } from '../test/helpers/notify-receiver';
 import { barChart } from './charts';
 import { benchSettings, cpuMeter, pool, progressLog, type BenchmarkOutput } from './measure';
-import { benchStack, histories, ROOMY_LIMITS, startBenchServer } from './temporal';
+import { benchStack, histories } from './temporal';
 
 const settings = benchSettings('COST');
 const DELIVERIES = settings.num('DELIVERIES', 10);
@@ -78,18 +75,14 @@ const empty = () => Object.fromEntries(ACTION_TYPES.map((t) => [t, 0])) as Actio
 
 export async function costBenchmark(): Promise<BenchmarkOutput> {
   if (DELIVERIES < 1 || STOPS.some((s) => !Number.isInteger(s) || s < 1 || s > 100)) throw new Error('COST_BENCH_DELIVERIES must be at least 1 and COST_BENCH_STOPS stops of 1 to 100');
-  const stack = await benchStack(progress, startBenchServer, 20 * 60_000);
+  const stack = await benchStack(progress, 20 * 60_000);
   try {
     // The order system's endpoint: takes every notification (the shapes that notify).
-    const receiver = createServer((req, res) => req.resume().on('end', () => res.writeHead(204).end()));
-    await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
-    stack.cleanup.add(() => new Promise((r) => receiver.close(r)));
-    const { sim, url } = await stack.simulator({ autoAdvanceMs: 300, rateLimits: ROOMY_LIMITS });
-    const endpoint = `orders=http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`;
-    const worker = await stack.start('worker', url, { DELIVERY_TASK_QUEUE: TASK_QUEUE, PROVIDER_RATE_LIMITS: 'creations=100000/60s,quotes=100000/60s', WORKER_WORKFLOW_BUNDLE: await stack.bundle(), LOG_LEVEL: 'WARN', DELIVERY_NOTIFY_ENDPOINTS: endpoint, DELIVERY_NOTIFY_SECRETS: `orders=${generateWebhookSecret()}`, DELIVERY_STATUS_SEARCH: STATUS_SEARCH });
-    const { process: bridge } = await stack.bridge(url, sim);
-    const client = await stack.client();
-    const deliveries = new DeliveryClient({ temporal: client, taskQueue: TASK_QUEUE });
+    const receiver = await startReceiver();
+    stack.cleanup.add(() => receiver.close());
+    const notify = { DELIVERY_NOTIFY_ENDPOINTS: `orders=${receiver.url}`, DELIVERY_NOTIFY_SECRETS: `orders=${receiver.secret}`, DELIVERY_STATUS_SEARCH: STATUS_SEARCH };
+    const started = await stack.deliveryStack(TASK_QUEUE, { PROVIDER_RATE_LIMITS: 'creations=100000/60s,quotes=100000/60s', ...notify }, { autoAdvanceMs: 300 });
+    const { sim, worker, bridge: { process: bridge }, temporal: client, deliveries } = started;
     const figures: Record<string, number | string> = { deliveries_per_shape: DELIVERIES, status_search: STATUS_SEARCH };
     const chartGroups: { label: string; values: number[] }[] = [];
     const shapes = [...STOPS.map((stops) => ({ stops, notify: false })), { stops: STOPS[0]!, notify: true }];
@@ -118,13 +111,9 @@ export async function costBenchmark(): Promise<BenchmarkOutput> {
       const workerMs = (cpu.seconds.worker * 1000) / DELIVERIES;
       const bridgeMs = (cpu.seconds.bridge * 1000) / Math.max(1, webhooks);
 
-      let own = empty();
-      let events = 0;
-      for (const reference of refs) {
-        const h = await histories(client, `delivery:${reference}`);
-        events += h.length;
-        own = add(own, countActions(h));
-      }
+      const each = await Promise.all(refs.map((reference) => histories(client, `delivery:${reference}`)));
+      const events = each.reduce((n, h) => n + h.length, 0);
+      const own = each.map((h) => countActions(h)).reduce(add, empty());
       const gateEvents = await histories(client, gateWorkflowId(TASK_QUEUE));
       const within = (t: number) => t >= startedAt - 1_000 && t <= endedAt + 1_000;
       const inWindow = (e: HistoryEvent) => within(Number(e.eventTime?.seconds ?? 0) * 1000);

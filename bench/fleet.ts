@@ -9,19 +9,19 @@
 import { DeliveryStatus, DeliveryStatusSince } from '../contract/search-attributes';
 import { FLEET_STATUSES, FleetView } from '../fleet/view';
 import { parsePrometheusText } from '../test/helpers/prometheus';
-import { benchSettings, pool, progressLog, sleep, type BenchmarkOutput } from './measure';
-import { benchStack, startBenchServer } from './temporal';
+import { benchSettings, pool, progressLog, waitFor, type BenchmarkOutput } from './measure';
+import { benchStack } from './temporal';
 
 const settings = benchSettings('FLEET');
 const DELIVERIES = settings.num('DELIVERIES', 3_000);
 const POLLS = settings.num('POLLS', 5);
 const progress = progressLog('fleet');
-/** Most of them in one status, so its walk takes several pages. */
+/** Most of them in one status, so its list takes more than a page. */
 const SHARES: Record<string, number> = { ASSIGNED: 0.7, PICKED_UP: 0.2, CREATED: 0.1 };
 const PERIOD_S = 60;
 
 export async function fleetBenchmark(): Promise<BenchmarkOutput> {
-  const stack = await benchStack(progress, startBenchServer, 15 * 60_000);
+  const stack = await benchStack(progress, 15 * 60_000);
   try {
     const client = await stack.client();
     const taskQueue = `bench-fleet-${Date.now().toString(36)}`;
@@ -32,10 +32,10 @@ export async function fleetBenchmark(): Promise<BenchmarkOutput> {
     progress(`${items.length} open deliveries started in ${Math.round((Date.now() - firstStart) / 1000)} s`);
     const view = new FleetView({ client, namespace: stack.server.namespace, taskQueue, periodMs: PERIOD_S * 1000 });
     const metrics = async () => parsePrometheusText(await view.registry.metrics());
-    for (let m = await (view.poll(), metrics()); ; m = await (await view.poll(), metrics())) { // visibility catches up with the starts first (not measured)
-      if (Object.entries(SHARES).every(([s, share]) => m.value('delivery_fleet_open', { account: 'default', status: s }) === Math.round(DELIVERIES * share))) break;
-      await sleep(500);
-    }
+    await waitFor('visibility counts every start', 600_000, 500, async () => { // first, not measured
+      const m = await (await view.poll(), metrics());
+      return Object.entries(SHARES).every(([s, share]) => m.value('delivery_fleet_open', { account: 'default', status: s }) === Math.round(DELIVERIES * share));
+    });
     const fresh = new FleetView({ client, namespace: stack.server.namespace, taskQueue, periodMs: PERIOD_S * 1000 });
     const pollMs: number[] = [];
     let waitedMs = 0; // the waits the view asks for after each poll (the period, or more for its budget)

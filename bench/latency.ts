@@ -5,8 +5,8 @@
  */
 import { DeliveryClient } from '../client/delivery-client';
 import { deliveryRequest, destination } from '../test/fixtures/orders';
-import { benchStack, rateLimitsEnv, scaledLimits, startBenchCluster, startBenchServer } from './temporal';
-import { benchSettings, openLoop, p50p99, progressLog, sleep } from './measure';
+import { benchStack, rateLimitsEnv, scaledLimits } from './temporal';
+import { benchSettings, openLoop, p50p99, progressLog, waitFor } from './measure';
 
 const { num } = benchSettings('LATENCY');
 const SCALE = num('SCALE', 60);
@@ -17,8 +17,8 @@ const progress = progressLog('latency');
 
 export async function latencyBenchmark(): Promise<Record<string, number | string>> {
   const figures: Record<string, number | string> = { orders: ORDERS, pace_per_s: RATE, scale: SCALE, worker_processes: 2 };
-  for (const [label, start] of [['dev_server', startBenchServer], ['cluster', startBenchCluster]] as const) {
-    const stack = await benchStack<object>(progress, start, TIME_LIMIT_MS);
+  for (const label of ['dev_server', 'cluster'] as const) {
+    const stack = await benchStack(progress, TIME_LIMIT_MS, { cluster: label === 'cluster' });
     try {
       const { url } = await stack.simulator({ timeScale: SCALE });
       const taskQueue = `latency-${label}-${Date.now().toString(36)}`;
@@ -27,13 +27,9 @@ export async function latencyBenchmark(): Promise<Record<string, number | string
       const client = new DeliveryClient({ temporal: await stack.client(), taskQueue });
       const references = Array.from({ length: ORDERS }, (_, n) => `${taskQueue}-${n}`);
       const latencies = await openLoop(references, RATE, async (reference) => {
-        const { reference_number: _r, ...order } = deliveryRequest({ destinations: [destination(0, { location: { ...destination(0).location, last_name: 'L', address: `Latenzweg ${reference}, 10115 Berlin` } })] });
+        const order = deliveryRequest({ destinations: [destination(0, { location: { ...destination(0).location, last_name: 'L', address: `Latenzweg ${reference}, 10115 Berlin` } })] });
         await client.startDelivery(order, { reference });
-        const t0 = Date.now();
-        while (!(await client.getStatus(reference).catch(() => undefined))?.deliveryId) {
-          if (Date.now() - t0 > 120_000) throw new Error(`${reference} was not CREATED within 120 s`);
-          await sleep(20);
-        }
+        await waitFor(`${reference} CREATED`, 120_000, 20, async () => (await client.getStatus(reference).catch(() => undefined))?.deliveryId);
       });
       Object.assign(figures, p50p99(label, latencies, 0));
       progress(`${label}: ${JSON.stringify(p50p99(label, latencies, 0))} over ${latencies.length} orders`);

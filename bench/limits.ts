@@ -17,7 +17,7 @@ import { DeliveryClient } from '../client/delivery-client';
 import { ProviderClient } from '../provider/client';
 import { RateLimitedError, ProviderUnavailableError } from '../provider/errors';
 import { QUOTE_VALIDITY_MS } from '../provider/limits';
-import { benchStack, histories, rateLimitsEnv, scaledLimits, startBenchCluster, startBenchServer } from './temporal';
+import { benchStack, histories, rateLimitsEnv, scaledLimits } from './temporal';
 import type { Simulator } from '../simulator/server';
 import { deliveryRequest, destination } from '../test/fixtures/orders';
 import { taskQueueRatePerSecond } from '../worker/pacing-config';
@@ -27,7 +27,7 @@ import { deliveryWorkflowId, gateWorkflowId } from '../contract/workflow-ids';
 import { providerTaskQueues } from '../contract/task-queues';
 import { limitsCharts, type BacklogSamples } from './run-charts';
 import { backlogCounter, leastCreationTimes, leastDrainMs, round, windowUse } from './limits-figures';
-import { benchSettings, cpuMeter, median, pool, progressLog, sleep, ticker, type BenchmarkOutput } from './measure';
+import { benchSettings, cpuMeter, median, pool, prefixed, progressLog, sleep, ticking, type BenchmarkOutput } from './measure';
 import { setCurrentVersion, waitForVersion } from '../temporal/worker-deployment';
 import { temporal as proto } from '@temporalio/proto';
 import { tsToMs } from '@temporalio/common/lib/time';
@@ -36,7 +36,7 @@ import { workflowBundleFile } from '../scripts/processes';
 import { freePort } from '../scripts/temporal-dev-server';
 
 const { num } = benchSettings('LIMITS');
-const SCALE = num('SCALE', 10);
+export const SCALE = num('SCALE', 10);
 const ORDERS = num('ORDERS', 300);
 const POISON_ORDERS = num('POISON_ORDERS', 200);
 const OBSERVE_ROUNDS = num('OBSERVE_ROUNDS', 3);
@@ -46,20 +46,20 @@ const PHASES = (process.env.LIMITS_BENCH_PHASES ?? 'gate,task-queue,naive,poison
 /** Read when the run starts: bench/main.ts sets BENCH_TEMPORAL for `--cluster`. */
 const onCluster = () => process.env.BENCH_TEMPORAL === 'cluster';
 const workerCount = () => num('WORKERS', onCluster() ? 4 : 2);
-const QUIET_MS = 24 * 3_600_000; // no follow-up polls during the run
+export const QUIET_MS = 24 * 3_600_000; // no follow-up polls during the run
 
-const LIMITS = scaledLimits(SCALE);
+export const LIMITS = scaledLimits(SCALE);
 const LABELS: Record<string, string> = { gate: 'pacing gate', 'task-queue': 'task-queue limit', naive: 'naive client' };
 
 const progress = progressLog('limits');
 const samples: BacklogSamples[] = [];
 
 /** A quarter food; every tenth order repeats the previous one's inputs under a new reference. */
-function makeOrders(prefix: string, count: number) {
+export function makeOrders(prefix: string, count: number) {
   const out: { reference: string; order: DeliveryOrder; fingerprint: string }[] = [];
   for (let i = 0; i < count; i++) {
     const n = i % 10 === 9 ? i - 1 : i;
-    const { reference_number: _r, ...order } = deliveryRequest({
+    const order = deliveryRequest({
       is_food: n % 4 === 0,
       destinations: [destination(0, { location: { last_name: 'Bench', company: '', phone: '+4915112345600', address: `Benchweg ${n + 1}, 10115 Berlin` } })],
     });
@@ -69,32 +69,26 @@ function makeOrders(prefix: string, count: number) {
   return out;
 }
 
-interface Context {
-  stack: Awaited<ReturnType<typeof benchStack<object>>>;
-  temporal: Client;
-  bundle: string;
-}
+export type Context = { stack: Awaited<ReturnType<typeof benchStack>>; temporal: Client; bundle: string };
 
-function startWorkers(ctx: Context, o: { taskQueue: string; url: string; key: string; pacing: 'gate' | 'task-queue'; env?: (i: number) => Record<string, string>; name?: string }) {
+export function startWorkers(ctx: Context, o: { taskQueue: string; url: string; key: string; pacing: 'gate' | 'task-queue'; env?: (i: number) => Record<string, string>; name?: string; count?: number }) {
   // Provider-time quantities: the slot margin and the least life a shared quote must have left.
   const scaled = { PROVIDER_PACING_MARGIN_MS: String(Math.round(250 / SCALE)), PROVIDER_QUOTE_MIN_REMAINING_MS: String(Math.round(60_000 / SCALE)) };
   const base = { DELIVERY_API_KEY: o.key, LOG_LEVEL: 'WARN', DELIVERY_TASK_QUEUE: o.taskQueue, DELIVERY_API_TIMEOUT_MS: '9500', PROVIDER_CALL_TIMEOUT_MS: '10000', WORKER_WORKFLOW_BUNDLE: ctx.bundle };
   const env = (i: number) => ({ ...base, PROVIDER_RATE_LIMITS: rateLimitsEnv(LIMITS), PROVIDER_PACING: o.pacing, ...scaled, ...o.env?.(i) });
-  return Promise.all(Array.from({ length: workerCount() }, (_, i) => ctx.stack.start('worker', o.url, env(i), { name: `${o.name ?? 'worker'}-${i + 1}`, inherit: true })));
+  return Promise.all(Array.from({ length: o.count ?? workerCount() }, (_, i) => ctx.stack.start('worker', o.url, env(i), { name: `${o.name ?? 'worker'}-${i + 1}`, inherit: true })));
 }
 
 /** When the simulator created each order's delivery, waiting until all are or the deadline passes. */
-async function waitCreated(sim: Simulator, orders: Order[], deadlineMs: number, label: string): Promise<Map<string, number>> {
+export async function waitCreated(sim: Simulator, orders: Order[], deadlineMs: number, label: string): Promise<Map<string, number>> {
   const wanted = new Set(orders.map((o) => o.reference));
   const created = new Map<string, number>();
-  const stop = ticker(progress, () => `${label}: ${created.size}/${wanted.size} created`);
-  for (;;) {
-    for (const { delivery: d } of sim.deliveries()) if (wanted.has(d.reference_number ?? '') && !created.has(d.reference_number!)) created.set(d.reference_number!, Date.parse(d.created_at));
-    if (created.size === wanted.size || Date.now() > deadlineMs) break;
-    await sleep(500);
-  }
-  stop();
-  return created;
+  return ticking(progress, () => `${label}: ${created.size}/${wanted.size} created`, async () => {
+    for (; ; await sleep(500)) {
+      for (const { delivery: d } of sim.deliveries()) if (wanted.has(d.reference_number ?? '') && !created.has(d.reference_number!)) created.set(d.reference_number!, Date.parse(d.created_at));
+      if (created.size === wanted.size || Date.now() > deadlineMs) return created;
+    }
+  });
 }
 
 /** Accepted quote and creation calls and the 429s, from the phase's own simulator's request log. */
@@ -304,11 +298,10 @@ async function naivePhase(ctx: Context): Promise<BacklogFigures> {
 }
 
 export async function limitsBenchmark(): Promise<BenchmarkOutput> {
-  const stack = await benchStack<object>(progress, onCluster() ? startBenchCluster : startBenchServer, TIME_LIMIT_MS);
+  const stack = await benchStack(progress, TIME_LIMIT_MS, { cluster: onCluster() });
   const ctx: Context = { stack, temporal: await stack.client(), bundle: await stack.bundle() };
   const limit = (l: { limit: number; windowMs: number }) => `${l.limit} per ${l.windowMs / 1000} s`;
   const figures: Record<string, number | string> = { worker_processes: workerCount(), scale: SCALE, orders: ORDERS, creations_limit: limit(LIMITS.creations), quotes_limit: limit(LIMITS.quotes) };
-  const prefixed = (p: string, f: BacklogFigures) => Object.fromEntries(Object.entries(f).map(([k, v]) => [`${p}_${k}`, v]));
   try {
     if (PHASES.includes('gate')) Object.assign(figures, prefixed('gate', await backlogPhase(ctx, 'gate')));
     if (PHASES.includes('task-queue')) Object.assign(figures, prefixed('taskqueue', await backlogPhase(ctx, 'task-queue')));

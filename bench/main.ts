@@ -6,6 +6,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
+import { accountsBenchmark } from './accounts';
 import { costBenchmark } from './cost';
 import { fleetBenchmark } from './fleet';
 import { latencyBenchmark } from './latency';
@@ -19,6 +20,7 @@ import { webhooksBenchmark } from './webhooks';
 import type { BenchmarkOutput } from './measure';
 
 const BENCHMARKS: Record<string, { describe: string; run: () => Promise<BenchmarkOutput> }> = {
+  accounts: { describe: 'many courier accounts on one set of workers: 100 at once (a 300-order backlog beside 99 small ones, one key revoked), then 10,000 registered and idle (starts its own Temporal dev server)', run: accountsBenchmark },
   cost: { describe: 'what a delivery costs: billable actions by type (delivery, gate share, notifications), history events, worker CPU per delivery, bridge CPU per webhook, for 3, 1 and 30 stops (starts its own Temporal dev server)', run: costBenchmark },
   fleet: { describe: "the fleet view's visibility queries: per poll and per status per 30 s with 3,000 open deliveries, and how many polls each status's oldest takes to be known (starts its own Temporal dev server)", run: fleetBenchmark },
   simulator: { describe: 'throughput of the provider simulator (so other benchmarks know it is not their bottleneck)', run: simulatorBenchmark },

@@ -11,16 +11,16 @@ export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * A benchmark's counts and settings from `<PREFIX>_BENCH_<NAME>` (e.g. SCALE_BENCH_DELIVERIES),
- * each a non-negative number. bench/main.ts writes every `*_BENCH_*` variable into the result's
- * command, so a run can be repeated as it was.
+ * each a number of at least `least`. bench/main.ts writes every `*_BENCH_*` variable into the
+ * result's command, so a run can be repeated as it was.
  */
-export function benchSettings(prefix: string) {
+export function benchSettings(prefix: string, least = 0) {
   const num = (name: string, fallback: number): number => {
     const key = `${prefix}_BENCH_${name}`;
     const text = process.env[key];
     if (text === undefined || text === '') return fallback;
     const value = Number(text);
-    if (!Number.isFinite(value) || value < 0) throw new Error(`${key} must be a non-negative number, not "${text}"`);
+    if (!Number.isFinite(value) || value < least) throw new Error(`${key} must be a number of at least ${least}, not "${text}"`);
     return value;
   };
   return { num };
@@ -32,11 +32,27 @@ export function progressLog(name: string): (line: string) => void {
   return (line) => process.stderr.write(`[${name} ${Math.round((Date.now() - t0) / 1000)}s] ${line}\n`);
 }
 
-/** Prints `line()` every `everyMs` until the returned function is called: long waits show progress. */
-export function ticker(progress: (line: string) => void, line: () => string, everyMs = 5_000): () => void {
-  const timer = setInterval(() => progress(line()), everyMs);
-  return () => clearInterval(timer);
+/** Runs `run`, printing `line()` every 5 s meanwhile: long waits show progress. */
+export async function ticking<T>(progress: (line: string) => void, line: () => string, run: () => Promise<T>): Promise<T> {
+  const timer = setInterval(() => progress(line()), 5_000);
+  try {
+    return await run();
+  } finally {
+    clearInterval(timer);
+  }
 }
+
+/** Asks `check` every `everyMs` until it answers (anything but undefined or false); fails, saying `what`, after `timeoutMs`. */
+export async function waitFor<T>(what: string, timeoutMs: number, everyMs: number, check: () => Promise<T | undefined | false>): Promise<T> {
+  for (const deadline = Date.now() + timeoutMs; ; await sleep(everyMs)) {
+    const answer = await check();
+    if (answer !== undefined && answer !== false) return answer;
+    if (Date.now() > deadline) throw new Error(`not within ${timeoutMs / 1000} s: ${what}`);
+  }
+}
+
+/** The same figures with `<prefix>_` before each name. */
+export const prefixed = <V>(prefix: string, o: Record<string, V>) => Object.fromEntries(Object.entries(o).map(([k, v]) => [`${prefix}_${k}`, v]));
 
 /** The steps that undo a benchmark's setup, run last-added first, each failure reported and passed over. */
 export class Cleanup {
@@ -173,7 +189,9 @@ export function machineCpuSeconds(): { busy: number; total: number } | undefined
 /**
  * CPU seconds (/proc) of each named process over the spans measured, summed, beside the machine's
  * busy and total CPU seconds: what the benchmark's own processes used, and what others did on the
- * shared cores (`otherPct`). A span is `span(run)`, or from `begin()` to the function it returns.
+ * shared cores (`otherPct`). A span is `span(run)`, or from `begin()` to the function it returns,
+ * which answers each process's CPU as `cpu_pct_<name>` (% of one core over the spans' wall time)
+ * and `other_processes_cpu_pct`.
  */
 export function cpuMeter<K extends string>(pids: Record<K, number | undefined>) {
   const names = Object.keys(pids) as K[];
@@ -183,20 +201,21 @@ export function cpuMeter<K extends string>(pids: Record<K, number | undefined>) 
   };
   const seconds = Object.fromEntries([...names, 'busy', 'total', 'wall'].map((k) => [k, 0])) as Record<K | 'busy' | 'total' | 'wall', number>;
   const ours = () => names.reduce((sum, k) => sum + seconds[k], 0);
+  /** Busy time of the machine not spent by any of these processes, % of all its cores. */
+  const otherPct = () => Math.round((100 * Math.max(0, seconds.busy - ours())) / (seconds.total || 1));
+  const pct = (k: K) => Number(((100 * seconds[k]) / (seconds.wall || 1)).toFixed(1));
   const begin = () => {
     const before = read();
     return () => {
       const after = read();
       for (const k of Object.keys(seconds) as (keyof typeof seconds)[]) seconds[k] += after[k] - before[k];
+      return { ...Object.fromEntries(names.map((k) => [`cpu_pct_${k}`, pct(k)])), other_processes_cpu_pct: otherPct() } as Record<`cpu_pct_${K}` | 'other_processes_cpu_pct', number>;
     };
   };
   return {
     seconds,
     ours,
-    /** Busy time of the machine not spent by any of these processes, % of all its cores. */
-    otherPct: () => Math.round((100 * Math.max(0, seconds.busy - ours())) / (seconds.total || 1)),
-    /** Each process's CPU as `cpu_pct_<name>`, % of one core over the spans' wall time. */
-    pct: () => Object.fromEntries(names.map((k) => [`cpu_pct_${k}`, Number(((100 * seconds[k]) / (seconds.wall || 1)).toFixed(1))])) as Record<`cpu_pct_${K}`, number>,
+    otherPct,
     begin,
     async span<T>(run: () => Promise<T>): Promise<T> {
       const end = begin();
@@ -207,11 +226,4 @@ export function cpuMeter<K extends string>(pids: Record<K, number | undefined>) 
       }
     },
   };
-}
-
-/** CPU over a span, called at its start; what it returns, called at its end, answers cpuMeter's `pct()` and `other_processes_cpu_pct`. */
-export function cpuSince<K extends string>(pids: Record<K, number | undefined>): () => Record<`cpu_pct_${K}` | 'other_processes_cpu_pct', number> {
-  const meter = cpuMeter(pids);
-  const end = meter.begin();
-  return () => (end(), { ...meter.pct(), other_processes_cpu_pct: meter.otherPct() }) as Record<`cpu_pct_${K}` | 'other_processes_cpu_pct', number>;
 }

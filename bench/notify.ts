@@ -11,17 +11,16 @@ import { setMaxListeners } from 'node:events';
 import type { Client } from '@temporalio/client';
 import { tsToMs } from '@temporalio/common/lib/time';
 import { NativeConnection, Worker } from '@temporalio/worker';
-import { DeliveryClient } from '../client/delivery-client';
 import type { DeliveryNotification } from '../contract/delivery-types';
 import { freePort } from '../scripts/temporal-dev-server';
 import { deliveryRequest } from '../test/fixtures/orders';
 import { startReceiver } from '../test/helpers/notify-receiver';
 import { FLOOR_TASK_QUEUE } from './floor-workflows';
-import { benchSettings, cpuSince, openLoop, p50p99, pool, progressLog, sleep, type BenchmarkOutput } from './measure';
+import { benchSettings, cpuMeter, openLoop, p50p99, pool, prefixed, progressLog, sleep, waitFor, type BenchmarkOutput } from './measure';
 import { notifyCharts } from './run-charts';
-import { benchStack, frontendRequests, ROOMY_LIMITS, startBenchServer, UNPACED_WORKER_ENV } from './temporal';
+import { benchStack, frontendRequests, UNPACED_WORKER_ENV } from './temporal';
 
-const settings = benchSettings('NOTIFY');
+const settings = benchSettings('NOTIFY', 1);
 const DELIVERIES = settings.num('DELIVERIES', 1000);
 const QUIET_SECONDS = settings.num('QUIET_SECONDS', 30);
 /** 20 creations a minute (the provider's limit), each up to 5 + 3 × 100 destinations' status webhooks: about 100 a second at most, retries aside. */
@@ -101,12 +100,10 @@ async function floorPhases(temporal: Client, start: () => Promise<{ output(): st
 }
 
 export async function notifyBenchmark(): Promise<BenchmarkOutput> {
-  if (Math.min(DELIVERIES, QUIET_SECONDS, WEBHOOK_RATE, LOW_RATE, LATENCY_WEBHOOKS, OUTAGE_DELIVERIES, OUTAGE_SECONDS, KILL_WAIT_SECONDS) < 1) throw new Error('every NOTIFY_BENCH_* count must be at least 1');
   const metricsUrl = new URL(`http://127.0.0.1:${await freePort()}/metrics`);
-  const stack = await benchStack(progress, (p, limitMs) => startBenchServer(p, limitMs, ['--metrics-port', metricsUrl.port]), 40 * 60_000);
+  const stack = await benchStack(progress, 40 * 60_000, { serverArgs: ['--metrics-port', metricsUrl.port] });
   const { server, cleanup } = stack;
   try {
-    const { sim, url: simUrl } = await stack.simulator({ rateLimits: ROOMY_LIMITS }); // pace is not what this measures
     // The order system's endpoint; `down` makes it answer 503. Arrival times by `<deliveryId>:<status>`, first arrival only.
     const receiver = await startReceiver();
     cleanup.add(() => receiver.close());
@@ -121,27 +118,20 @@ export async function notifyBenchmark(): Promise<BenchmarkOutput> {
     };
     progress('bundling the workflows, starting the worker, the bridge and the order worker...');
     const notify = { DELIVERY_NOTIFY_ENDPOINTS: `orders=${receiver.url}`, DELIVERY_NOTIFY_SECRETS: `orders=${receiver.secret}`, DELIVERY_NOTIFY_RETRY_SCHEDULE: RETRY_SCHEDULE };
-    const workerEnv = { ...UNPACED_WORKER_ENV, ...notify, DELIVERY_TASK_QUEUE: TASK_QUEUE, WORKER_WORKFLOW_BUNDLE: await stack.bundle(), LOG_LEVEL: 'WARN' };
-    const start = (name: 'worker', env: NodeJS.ProcessEnv) => stack.start(name, simUrl, env);
-    let worker = await start('worker', workerEnv);
-    const { process: bridge } = await stack.bridge(simUrl, sim);
+    const { sim, url: simUrl, env: workerEnv, bridge: { process: bridge }, temporal, deliveries, ...started } = await stack.deliveryStack(TASK_QUEUE, { ...UNPACED_WORKER_ENV, ...notify }); // pace is not what this measures
+    let worker = started.worker;
 
     const orderConnection = await NativeConnection.connect({ address: server.address });
     cleanup.add(() => orderConnection.close());
     const orderWorker = await Worker.create({ connection: orderConnection, namespace: server.namespace, taskQueue: ORDER_QUEUE, workflowsPath: require.resolve('../test/temporal/fixtures/order-workflows') });
     const orderRun = orderWorker.run();
     cleanup.add(() => (orderWorker.shutdown(), orderRun));
-    const temporal = await stack.client();
-    const deliveries = new DeliveryClient({ temporal, taskQueue: TASK_QUEUE });
 
     /** Each reference's provider delivery id, once the provider has created it. */
-    const created = async (references: string[]): Promise<string[]> => {
-      for (const deadline = Date.now() + 300_000; ; await sleep(500)) {
-        const ids = new Map(sim.deliveries().map(({ delivery: d }) => [d.reference_number, d.id]));
-        if (references.every((r) => ids.has(r))) return references.map((r) => ids.get(r)!);
-        if (Date.now() > deadline) throw new Error(`${references.filter((r) => !ids.has(r)).length} deliveries not created within 300 s`);
-      }
-    };
+    const created = (references: string[]) => waitFor(`${references.length} deliveries created`, 300_000, 500, async () => {
+      const ids = new Map(sim.deliveries().map(({ delivery: d }) => [d.reference_number, d.id]));
+      return references.every((r) => ids.has(r)) && references.map((r) => ids.get(r)!);
+    });
     const settled = async () => { // until the receiver has heard nothing for 3 s
       for (let n = -1; n !== receiver.requests.length; await sleep(3_000)) n = receiver.requests.length;
     };
@@ -152,15 +142,13 @@ export async function notifyBenchmark(): Promise<BenchmarkOutput> {
     const bySignal = (i: number) => i % 2 === 0;
     await pool(refs, 16, async (reference, i) => {
       if (bySignal(i)) await temporal.workflow.start('orderFollowing', { taskQueue: ORDER_QUEUE, workflowId: `order:${reference}`, args: [] });
-      const { reference_number: _r, ...order } = deliveryRequest({}, 1);
-      await deliveries.startDelivery(order, { reference, notify: bySignal(i) ? { workflowId: `order:${reference}` } : { endpoint: 'orders' } });
+      await deliveries.startDelivery(deliveryRequest(), { reference, notify: bySignal(i) ? { workflowId: `order:${reference}` } : { endpoint: 'orders' } });
     });
     const ids = await created(refs);
     await settled();
     await sleep(5_000); // the signal half's creation notifications too
-    const prefixed = (prefix: string, o: Record<string, number>) => Object.fromEntries(Object.entries(o).map(([k, v]) => [`${prefix}_${k}`, v]));
     // CPU of each of our processes from now to the call, beside the machine's share used by others (bench/measure.ts).
-    const meter = () => cpuSince({ worker: worker.pid, temporal: server.process.pid, bench_process: process.pid, bridge: bridge.pid });
+    const meter = () => cpuMeter({ worker: worker.pid, temporal: server.process?.pid, bench_process: process.pid, bridge: bridge.pid }).begin();
     const measureWindow = async (seconds: number) => {
       const [cpu, req0, told0] = [meter(), await frontendRequests(metricsUrl), receiver.requests.length];
       await sleep(seconds * 1000);
@@ -236,8 +224,7 @@ export async function notifyBenchmark(): Promise<BenchmarkOutput> {
       const outageRefs = Array.from({ length: OUTAGE_DELIVERIES }, (_, i) => `${label}-${i}`);
       progress(`${label}: ${OUTAGE_DELIVERIES} deliveries, receiver down for ${OUTAGE_SECONDS} s while they go to DELIVERED${kill ? ', worker SIGKILLed while it sends the backlog' : ''}...`);
       await pool(outageRefs, 16, async (reference) => {
-        const { reference_number: _r, ...order } = deliveryRequest({}, 1);
-        await deliveries.startDelivery(order, { reference, notify: { endpoint: 'orders' }, followUp: { endGraceMs: 0 } });
+        await deliveries.startDelivery(deliveryRequest(), { reference, notify: { endpoint: 'orders' }, followUp: { endGraceMs: 0 } });
       });
       const outageIds = await created(outageRefs);
       const refused0 = receiver.requests.filter((r) => r.answered === 503).length;
@@ -252,7 +239,7 @@ export async function notifyBenchmark(): Promise<BenchmarkOutput> {
         killAfter = 2 * OUTAGE_DELIVERIES;
         await Promise.race([worker.exited, sleep(60_000)]);
         if (worker.running) throw new Error(`${label}: the receiver did not accept ${2 * OUTAGE_DELIVERIES} requests within 60 s of coming back`);
-        worker = await start('worker', workerEnv);
+        worker = await stack.start('worker', simUrl, workerEnv);
       }
       // Done when the receiver has accepted every delivery's last notification (delivery.ended; the workflow then closes), or after the bound.
       const open = () => outageRefs.length - new Set(receiver.accepted().flatMap((n) => (n.type === 'delivery.ended' && outageRefs.includes(n.reference) ? [n.reference] : []))).size;

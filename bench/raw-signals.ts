@@ -14,9 +14,6 @@ import { openLoop, pool, serial } from './measure';
 
 export type RawTarget = { workflowId: string; deliveryId: string };
 
-/** The longest a command may take: a throughput round of the default counts takes seconds. */
-export const RAW_ANSWER_TIMEOUT_MS = 5 * 60_000;
-
 /** One signal per target, in the targets' order, through the loop the bridge's webhooks go through. */
 export type RawCommand = { targets: RawTarget[] } & ({ op: 'throughput'; concurrency: number } | { op: 'open-loop'; perSecond: number } | { op: 'serial' });
 
@@ -24,8 +21,8 @@ export type RawCommand = { targets: RawTarget[] } & ({ op: 'throughput'; concurr
 export async function startRawSignals(group: ProcessGroup, env: NodeJS.ProcessEnv) {
   const service = await group.start({ name: 'raw-signals', entry: 'bench/raw-signals.ts', ready: /^raw-signals: connected/m, env, isolated: true, interactive: true });
   const answers = createInterface({ input: service.child.stdout! })[Symbol.asyncIterator]();
-  /** A command that gets no answer within `timeoutMs` (a stuck child) ends the benchmark instead of holding it. */
-  const run = async <T extends number | number[]>(command: RawCommand, timeoutMs = RAW_ANSWER_TIMEOUT_MS): Promise<T> => {
+  /** A command that gets no answer within 5 minutes (a stuck child; a throughput round of the default counts takes seconds) ends the benchmark instead of holding it. */
+  const run = async <T extends number | number[]>(command: RawCommand, timeoutMs = 5 * 60_000): Promise<T> => {
     service.child.stdin!.write(JSON.stringify(command) + '\n');
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<never>((_, reject) => {

@@ -15,11 +15,10 @@ import { accountRegistryFromEnv } from '../accounts/registry';
 import { registryAccounts } from '../bridge/accounts';
 import { accountWebhookPath, createBridge } from '../bridge/server';
 import { generateWebhookSecret, signWebhook } from '../provider/webhook-signature';
+import { percentile } from './measure';
 
 const REQUESTS = Number(process.env.REFUSALS_BENCH_REQUESTS ?? 3_000);
 const WARM = 200;
-
-const quantile = (a: number[], p: number) => a.slice().sort((x, y) => x - y)[Math.floor(p * (a.length - 1))]!;
 
 export async function refusalsBenchmark(): Promise<Record<string, number | string>> {
   const dir = mkdtempSync(join(tmpdir(), 'refusals-bench-'));
@@ -57,10 +56,6 @@ export async function refusalsBenchmark(): Promise<Record<string, number | strin
     rmSync(dir, { recursive: true, force: true });
   }
   const figures: Record<string, number | string> = { requests_each: REQUESTS };
-  for (const [kind, list] of Object.entries(times)) {
-    figures[`${kind}_p10_us`] = Math.round(quantile(list, 0.1));
-    figures[`${kind}_p50_us`] = Math.round(quantile(list, 0.5));
-    figures[`${kind}_p90_us`] = Math.round(quantile(list, 0.9));
-  }
+  for (const [kind, list] of Object.entries(times)) for (const p of [10, 50, 90]) figures[`${kind}_p${p}_us`] = percentile(list.sort((a, b) => a - b), p / 100, 0);
   return figures;
 }

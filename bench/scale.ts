@@ -20,11 +20,10 @@ import { ENTRY, type RunningProcess } from '../scripts/processes';
 import type { Simulator } from '../simulator/server';
 import { dataConverterFromEnv, generatePayloadKey } from '../temporal/payload-codec';
 import { deliveryRequest } from '../test/fixtures/orders';
-import { benchSettings, p50p99, pool, processCpuSeconds, processMemoryMiB, progressLog, shuffled, sleep, ticker, type BenchmarkOutput } from './measure';
+import { benchSettings, cpuMeter, p50p99, pool, processCpuSeconds, processMemoryMiB, progressLog, shuffled, sleep, ticking, type BenchmarkOutput } from './measure';
 import type { Series } from './charts';
 import { scaleCharts } from './run-charts';
-import type { DevServer } from '../scripts/temporal-dev-server';
-import { benchStack, killDescendants, type BenchCluster, rateLimitsEnv, startBenchCluster, startBenchServer } from './temporal';
+import { benchStack, killDescendants, rateLimitsEnv } from './temporal';
 
 const { num } = benchSettings('SCALE');
 const DELIVERIES = num('DELIVERIES', 10_000);
@@ -66,7 +65,7 @@ const memory = (w: Worker) => processMemoryMiB(w.process.pid) ?? { rss: NaN, pea
 
 /** A distinct order per delivery (its own recipients and addresses), DESTINATIONS destinations. */
 function makeOrder(i: number): DeliveryOrder {
-  const { reference_number: _r, ...order } = deliveryRequest({}, DESTINATIONS);
+  const order = deliveryRequest({}, DESTINATIONS);
   order.destinations.forEach(({ location }, d) => Object.assign(location, { last_name: `Recipient ${i}-${d}`, phone: `+49151${String(10_000_000 + ((i * 7 + d) % 90_000_000)).padStart(8, '0')}`, address: `Skalenweg ${(i % 400) + 1}, ${10_115 + d} Berlin` }));
   return order;
 }
@@ -81,11 +80,10 @@ export async function scaleBenchmark(): Promise<BenchmarkOutput> {
     process.exit(1);
   };
   const onCluster = process.env.BENCH_TEMPORAL === 'cluster'; // `--cluster`: the Temporal of `npm run cluster`, on PostgreSQL
-  const stack = await benchStack<DevServer | BenchCluster>(progress, onCluster ? startBenchCluster : startBenchServer, TIME_LIMIT_MS, { maxOutputChars: 100_000, onUnexpectedExit });
+  const stack = await benchStack(progress, TIME_LIMIT_MS, { cluster: onCluster, group: { maxOutputChars: 100_000, onUnexpectedExit } });
   const { server: dev, processes: group } = stack;
-  const serverPids = () => ('pids' in dev ? dev.pids() : [dev.process.pid!]);
   /** PostgreSQL's tables and indexes as their files' sizes (a relation's file grows when a page is added, before any checkpoint). */
-  const postgresBytes = () => ('postgresDataDir' in dev ? Number(execFileSync('du', ['-sb', join(dev.postgresDataDir, 'base')], { encoding: 'utf8' }).split('\t')[0]) : NaN);
+  const postgresBytes = () => (dev.postgresDataDir ? Number(execFileSync('du', ['-sb', join(dev.postgresDataDir, 'base')], { encoding: 'utf8' }).split('\t')[0]) : NaN);
   let worker: Worker | undefined;
   const figures: Record<string, number | string> = { deliveries: DELIVERIES, destinations_per_delivery: DESTINATIONS };
   const workers: Worker[] = [];
@@ -123,7 +121,7 @@ export async function scaleBenchmark(): Promise<BenchmarkOutput> {
     };
 
     const first = await startWorker(WORKERS[0]!);
-    Object.assign(figures, await waitFollowing(sim, probe!, first.process.pid, serverPids, references));
+    Object.assign(figures, await waitFollowing(sim, probe!, first.process.pid, dev.pids, references));
     if (onCluster) {
       // A start's share: both kinds of start write alike; then what creating and following added, per delivery.
       const perStart = (bytesStarted - bytes0) / (DELIVERIES + RAW_STARTS);
@@ -164,17 +162,17 @@ async function measureStarts(deliveries: DeliveryClient, raw: Client, references
   ].map((side) => ({ ...side, seconds: 0, rates: [] as number[] }));
   const chunks = Math.max(1, Math.min(10, references.length, RAW_STARTS));
   let started = 0;
-  const stopTick = ticker(progress, () => `started ${started} of ${references.length + RAW_STARTS} (${references.length} deliveries, ${RAW_STARTS} raw starts)`);
   progress(`starting ${references.length} deliveries (startDelivery) and ${RAW_STARTS} raw workflow.start calls, concurrency ${CONCURRENCY}, ${chunks} alternating chunks, no worker running...`);
-  for (let k = 0; k < chunks; k++) {
-    for (const side of k % 2 === 0 ? sides : [...sides].reverse()) {
-      const chunk = Array.from({ length: side.count }, (_, i) => i).filter((i) => Math.floor((i * chunks) / side.count) === k);
-      const rate = await pool(chunk, CONCURRENCY, (i) => side.start(i).then(() => void started++));
-      side.seconds += chunk.length / rate;
-      side.rates.push(rate);
+  await ticking(progress, () => `started ${started} of ${references.length + RAW_STARTS} (${references.length} deliveries, ${RAW_STARTS} raw starts)`, async () => {
+    for (let k = 0; k < chunks; k++) {
+      for (const side of k % 2 === 0 ? sides : [...sides].reverse()) {
+        const chunk = Array.from({ length: side.count }, (_, i) => i).filter((i) => Math.floor((i * chunks) / side.count) === k);
+        const rate = await pool(chunk, CONCURRENCY, (i) => side.start(i).then(() => void started++));
+        side.seconds += chunk.length / rate;
+        side.rates.push(rate);
+      }
     }
-  }
-  stopTick();
+  });
   const [client, plain] = sides.map((side) => side.count / side.seconds) as [number, number];
   const ratios = sides[0]!.rates.map((r, k) => r / sides[1]!.rates[k]!).sort((a, b) => a - b);
   const range = `${ratios[0]!.toFixed(2)} to ${ratios.at(-1)!.toFixed(2)}`;
@@ -190,14 +188,11 @@ async function waitFollowing(sim: Simulator, probe: Client, workerPid: number | 
   const created = () => sim.context.store.size;
   // The creation's upsert (QuotedPrice with it) is made in the workflow task that enters phase 'following'.
   const following = `WorkflowType = 'delivery' AND TaskQueue = '${TASK_QUEUE}' AND ExecutionStatus = 'Running' AND QuotedPrice >= 0`;
-  const stopTick = ticker(progress, () => `created ${created()}/${references.length} at the simulator`);
   progress(`the worker quotes, creates and follows ${references.length} deliveries...`);
-  try {
+  await ticking(progress, () => `created ${created()}/${references.length} at the simulator`, async () => {
     // Visibility is asked only once the simulator holds them all: counting 10,000 workflows costs the server.
     while (created() < references.length || (await probe.workflow.count(following)).count < references.length) await sleep(500);
-  } finally {
-    stopTick();
-  }
+  });
   const seconds = (performance.now() - t0) / 1000;
   const cpu = cpuNow().map((c, i) => c - cpu0[i]!);
   // Both still work off the tail of creation for a while: settle until they use under a tenth of a core over 5 s (at most 3 minutes).
@@ -223,8 +218,7 @@ async function statusLatency(w: Worker, sim: Simulator, probe: Client, sample: s
   const latencies: number[] = [];
   const points: [number, number][] = [];
   series.push({ name: `${chartLabel(w.config)}, ${cached ? 'just touched' : 'random'}`, points });
-  const stopTick = ticker(progress, () => `${what}: ${latencies.length}/${sample.length}`);
-  try {
+  await ticking(progress, () => `${what}: ${latencies.length}/${sample.length}`, async () => {
     for (const reference of sample) {
       const deliveryId = ids.get(reference)!;
       const handle = probe.workflow.getHandle(deliveryWorkflowId(reference));
@@ -241,9 +235,7 @@ async function statusLatency(w: Worker, sim: Simulator, probe: Client, sample: s
       latencies.push(performance.now() - t0);
       points.push([runSeconds(t0), Number(latencies.at(-1)!.toFixed(1))]);
     }
-  } finally {
-    stopTick();
-  }
+  });
   return p50p99(`${tagOf(w.config)}${cached ? '_cached' : ''}_status`, latencies, 1);
 }
 
@@ -255,17 +247,13 @@ const queryPatiently = (handle: WorkflowHandle, deadline: number): Promise<Deliv
 async function signalThroughput(w: Worker, probe: Client, picks: string[], ids: Map<string, string>, what: string): Promise<Record<string, number>> {
   progress(`${what}: ${picks.length} signals, concurrency ${CONCURRENCY}...`);
   let sent = 0;
-  const stopTick = ticker(progress, () => `${what}: ${sent}/${picks.length} sent`);
-  const cpu0 = processCpuSeconds(w.process.pid)!;
-  const t0 = performance.now();
-  try {
+  const [cpu, t0] = [cpuMeter({ worker: w.process.pid }), performance.now()];
+  await ticking(progress, () => `${what}: ${sent}/${picks.length} sent`, () => cpu.span(async () => {
     await pool(picks, CONCURRENCY, (reference) => probe.workflow.getHandle(deliveryWorkflowId(reference)).signal(statusChangedSignal, staleChange(ids.get(reference)!)).then(() => void sent++));
     // Signals are handled in about the order they came; a query answers after the pending workflow task.
     await pool(picks.slice(-CONCURRENCY), CONCURRENCY, (reference) => queryPatiently(probe.workflow.getHandle(deliveryWorkflowId(reference)), performance.now() + 300_000).then(() => undefined));
-  } finally {
-    stopTick();
-  }
-  const cpuMs = ((processCpuSeconds(w.process.pid)! - cpu0) * 1000) / picks.length;
+  }));
+  const cpuMs = (cpu.seconds.worker * 1000) / picks.length;
   const tag = tagOf(w.config);
   return { [`${tag}_signals_per_second`]: Math.round(picks.length / ((performance.now() - t0) / 1000)), [`${tag}_worker_cpu_ms_per_signal`]: Number(cpuMs.toFixed(1)) };
 }

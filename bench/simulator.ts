@@ -7,6 +7,7 @@ import { ProviderClient } from '../provider/client';
 import { createSimulator } from '../simulator/server';
 import { deliveryRequest } from '../test/fixtures/orders';
 import { benchSettings, percentile, pool } from './measure';
+import { ROOMY_LIMITS } from './temporal';
 
 const CALLERS = 64;
 const CALLS = benchSettings('SIMULATOR').num('CALLS', 5_000);
@@ -22,8 +23,7 @@ async function timed(one: (i: number) => Promise<unknown>): Promise<{ perSecond:
 }
 
 export async function simulatorBenchmark(): Promise<Record<string, number | string>> {
-  const big = { limit: 1_000_000 };
-  const sim = createSimulator({ rateLimits: { creations: big, quotes: big, other: big } });
+  const sim = createSimulator({ rateLimits: ROOMY_LIMITS });
   const client = new ProviderClient({ baseUrl: (await sim.listen(0, '127.0.0.1')).url, apiKey: 'sandbox-key', connections: CALLERS });
   try {
     const body = deliveryRequest({}, 3);

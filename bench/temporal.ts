@@ -4,10 +4,12 @@
  * the cluster of `npm run cluster`, PostgreSQL and six service processes on free ports; and
  * benchStack(), what every benchmark of the whole stack sets up around it and undoes at its end.
  */
+import type { ChildProcess } from 'node:child_process';
 import { chmodSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, type DataConverter } from '@temporalio/client';
+import { DeliveryClient } from '../client/delivery-client';
 import type { temporal } from '@temporalio/proto';
 import { PROVIDER_RATE_LIMITS, type CallFamily, type RateLimit } from '../provider/limits';
 import { generateWebhookSecret } from '../provider/webhook-signature';
@@ -20,7 +22,8 @@ import { Cleanup, procStat } from './measure';
 import { freeClusterPorts, SERVICE_PROCESSES, TemporalCluster } from '../scripts/cluster/temporal-cluster';
 import { ensureServerTools } from '../scripts/cluster/tools';
 import { ensureTemporalCli } from '../scripts/temporal-cli';
-import { startDevServer, type DevServer } from '../scripts/temporal-dev-server';
+import { startDevServer } from '../scripts/temporal-dev-server';
+import { parsePrometheusText } from '../test/helpers/prometheus';
 
 /** Every process this one started, and theirs (from /proc): a benchmark leaves none behind. */
 export function descendants(): number[] {
@@ -53,21 +56,18 @@ export function killDescendants(): number[] {
   return pids;
 }
 
+/** The Temporal a run is on: a dev server (`process`) or a cluster, with its server processes for CPU. */
+export type BenchTemporal = { address: string; namespace: string; stop(): Promise<void>; pids(): number[]; process?: ChildProcess; postgresDataDir?: string };
+
 /** `extraArgs` go to `temporal server start-dev` as they are, e.g. `--metrics-port 9090` (bench/notify.ts reads its request counters). */
-export async function startBenchServer(progress: (line: string) => void, timeLimitMs: number, extraArgs: string[] = []): Promise<{ cli: string; server: DevServer; watchdog: NodeJS.Timeout }> {
-  const timer = watchdog(progress, timeLimitMs);
-  const cli = await ensureTemporalCli(progress);
+async function startBenchServer(progress: (line: string) => void, cli: string, extraArgs: string[]): Promise<BenchTemporal> {
   progress('starting a Temporal dev server (one partition per task queue)...');
   const server = await startDevServer({ cli, namespace: 'default', extraArgs });
-  return { cli, watchdog: timer, server };
+  return { address: server.address, namespace: server.namespace, stop: () => server.stop(), pids: () => [server.process.pid!], process: server.process };
 }
 
 /** A cluster's server processes, for CPU: its services and PostgreSQL with every backend it forked (the postmaster's children). */
-export type BenchCluster = { address: string; namespace: string; stop(): Promise<void>; kill(): void; pids(): number[]; postgresDataDir: string };
-
-export async function startBenchCluster(progress: (line: string) => void, timeLimitMs: number): Promise<{ cli: string; server: BenchCluster; watchdog: NodeJS.Timeout }> {
-  const timer = watchdog(progress, timeLimitMs);
-  const cli = await ensureTemporalCli(progress);
+async function startBenchCluster(progress: (line: string) => void, cli: string): Promise<BenchTemporal> {
   const tools = await ensureServerTools(progress);
   const dataDir = mkdtempSync(join(tmpdir(), 'bench-cluster-'));
   chmodSync(dataDir, 0o755); // PostgreSQL runs as the postgres user when this runs as root
@@ -80,22 +80,22 @@ export async function startBenchCluster(progress: (line: string) => void, timeLi
     const backends = readdirSync('/proc').filter((d) => /^\d+$/.test(d) && parentPid(Number(d)) === postmaster).map(Number);
     return [...SERVICE_PROCESSES.map(({ name }) => cluster.pidOf(name)), postmaster, ...backends].filter((pid): pid is number => pid !== undefined);
   };
-  return { cli, watchdog: timer, server: { address: cluster.address, namespace: cluster.namespace, stop, kill: () => cluster.killAll(), pids, postgresDataDir: cluster.postgres.dataDir } };
+  return { address: cluster.address, namespace: cluster.namespace, stop, pids, postgresDataDir: cluster.postgres.dataDir };
 }
 
-type Started<S> = { cli: string; server: S & { address: string; namespace: string; stop(): Promise<void> }; watchdog: NodeJS.Timeout };
-
 /**
- * Temporal (from `start`, under its watchdog) and what a benchmark adds around it, each undone by
- * close(), last first: the process group of its workers and bridges (their logs in files, removed),
- * simulators in this process, client connections, the workflow bundle built once for every worker.
+ * Temporal under a watchdog (`cluster`: the cluster of `npm run cluster`, else a dev server told `serverArgs` besides) and
+ * what a benchmark adds around it, each undone by close(), last first: the process group of its workers and bridges (their
+ * logs in files, removed), simulators in this process, client connections, the workflow bundle built once for every worker.
  */
-export async function benchStack<S>(progress: (line: string) => void, start: (progress: (line: string) => void, timeLimitMs: number) => Promise<Started<S>>, timeLimitMs: number, group: ProcessGroupOptions = {}) {
+export async function benchStack(progress: (line: string) => void, timeLimitMs: number, o: { cluster?: boolean; serverArgs?: string[]; group?: ProcessGroupOptions } = {}) {
   const cleanup = new Cleanup();
-  const { cli, server, watchdog } = await start(progress, timeLimitMs);
+  const timer = watchdog(progress, timeLimitMs);
+  const cli = await ensureTemporalCli(progress);
+  const server = o.cluster ? await startBenchCluster(progress, cli) : await startBenchServer(progress, cli, o.serverArgs ?? []);
   cleanup.add(() => server.stop());
-  cleanup.add(() => clearTimeout(watchdog));
-  const processes = new ProcessGroup({ maxOutputChars: 200_000, ...group });
+  cleanup.add(() => clearTimeout(timer));
+  const processes = new ProcessGroup({ maxOutputChars: 200_000, ...o.group });
   cleanup.add(() => processes.stopAll());
   // One build for every worker of the run, read once: a commit made while it runs would start the next worker as
   // another version, which cannot take the deliveries pinned to the first (a run's own versions set WORKER_BUILD_ID).
@@ -142,6 +142,18 @@ export async function benchStack<S>(progress: (line: string) => void, start: (pr
       sim?.setWebhookEndpoint({ url, secret });
       return { process, url, secret };
     },
+    /**
+     * A simulator (limits far above any run's unless `simulatorOptions` say), one worker on `taskQueue` told `workerEnv`
+     * besides (`env`, to start another), a bridge `sim` sends its webhooks to (`webhooks: false`: not yet), this process's client.
+     */
+    async deliveryStack(taskQueue: string, workerEnv: NodeJS.ProcessEnv, simulatorOptions: SimulatorOptions = {}, o = { webhooks: true }) {
+      const { sim, url } = await this.simulator({ rateLimits: ROOMY_LIMITS, ...simulatorOptions });
+      const env = { DELIVERY_TASK_QUEUE: taskQueue, WORKER_WORKFLOW_BUNDLE: await this.bundle(), LOG_LEVEL: 'WARN', ...workerEnv };
+      const worker = await startProcess('worker', url, env);
+      const bridge = await this.bridge(url, o.webhooks ? sim : undefined);
+      const temporal = await this.client();
+      return { sim, url, env, worker, bridge, temporal, deliveries: new DeliveryClient({ temporal, taskQueue }) };
+    },
     close: () => cleanup.run(progress),
   };
 }
@@ -169,11 +181,9 @@ export async function histories(client: Client, workflowId: string): Promise<tem
 
 /** Requests the dev server's frontend has answered so far, by operation, from its Prometheus endpoint (`--metrics-port`). */
 export async function frontendRequests(metricsUrl: URL): Promise<Record<string, number>> {
-  const text = await (await fetch(metricsUrl)).text();
   const out: Record<string, number> = {};
-  for (const m of text.matchAll(/^service_requests\{([^}]*)\} (\S+)$/gm)) {
-    const op = /operation="(\w+)"/.exec(m[1]!)?.[1];
-    if (op && m[1]!.includes('service_name="frontend"')) out[op] = (out[op] ?? 0) + Number(m[2]);
+  for (const { name, labels, value } of parsePrometheusText(await (await fetch(metricsUrl)).text()).samples) {
+    if (name === 'service_requests' && labels.service_name === 'frontend' && labels.operation) out[labels.operation] = (out[labels.operation] ?? 0) + value;
   }
   return out;
 }

@@ -14,12 +14,12 @@ import { deliveryWorkflowId } from '../contract/workflow-ids';
 import { signWebhook } from '../provider/webhook-signature';
 import type { Simulator } from '../simulator/server';
 import { deliveryRequest } from '../test/fixtures/orders';
-import { benchSettings, cpuMeter, median, openLoop, p50p99, pool, progressLog, serial, sleep, type BenchmarkOutput } from './measure';
+import { benchSettings, cpuMeter, median, openLoop, p50p99, pool, progressLog, serial, waitFor, type BenchmarkOutput } from './measure';
 import { startRawSignals, type RawTarget } from './raw-signals';
 import { webhooksCharts } from './run-charts';
-import { benchStack, ROOMY_LIMITS, startBenchServer, UNPACED_WORKER_ENV } from './temporal';
+import { benchStack, UNPACED_WORKER_ENV } from './temporal';
 
-const settings = benchSettings('WEBHOOKS');
+const settings = benchSettings('WEBHOOKS', 1);
 const DELIVERIES = settings.num('DELIVERIES', 100);
 const EVENTS_PER_DELIVERY = settings.num('EVENTS', 10);
 const CONCURRENCY = settings.num('CONCURRENCY', 32);
@@ -34,19 +34,14 @@ type Part = 'temporal' | 'worker' | 'bridge' | 'raw_script' | 'bench';
 const progress = progressLog('webhooks');
 
 export async function webhooksBenchmark(): Promise<BenchmarkOutput> {
-  if (Math.min(DELIVERIES, EVENTS_PER_DELIVERY, CONCURRENCY, ROUNDS, LATENCY_SECONDS, SERIAL, RECONCILE_DELIVERIES) < 1) throw new Error('every WEBHOOKS_BENCH_* count must be at least 1');
-  const stack = await benchStack(progress, startBenchServer, 15 * 60_000);
+  const stack = await benchStack(progress, 15 * 60_000);
   try {
-    const { sim, url } = await stack.simulator({ rateLimits: ROOMY_LIMITS });
     progress('bundling the workflows once, then starting the worker, the bridge and the raw-signal script...');
-    // Creation pace is not what this benchmark measures.
-    const worker = await stack.start('worker', url, { ...UNPACED_WORKER_ENV, DELIVERY_TASK_QUEUE: TASK_QUEUE, WORKER_WORKFLOW_BUNDLE: await stack.bundle(), LOG_LEVEL: 'WARN' });
-    const { process: bridge, url: webhookUrl, secret } = await stack.bridge(url);
+    // Creation pace is not what this benchmark measures. This process's own client starts the deliveries, queries them; idle while load runs.
+    const { sim, url, worker, bridge, temporal, deliveries } = await stack.deliveryStack(TASK_QUEUE, UNPACED_WORKER_ENV, {}, { webhooks: false });
+    const { url: webhookUrl, secret } = bridge;
     const raw = await startRawSignals(stack.processes, stack.env(url));
     stack.cleanup.add(() => raw.service.removeLog());
-    // This process's own client: starts the deliveries, queries them; idle while load runs.
-    const temporal = await stack.client();
-    const deliveries = new DeliveryClient({ temporal, taskQueue: TASK_QUEUE });
     const agent = new Agent({ connections: 256 });
     stack.cleanup.add(() => agent.close());
     progress(`starting ${DELIVERIES} delivery workflows (quote and creation at the simulator)...`);
@@ -76,7 +71,7 @@ export async function webhooksBenchmark(): Promise<BenchmarkOutput> {
     await viaBridge();
     await viaRaw();
 
-    const pids: Record<Part, number | undefined> = { temporal: stack.server.process.pid, worker: worker.pid, bridge: bridge.pid, raw_script: raw.service.pid, bench: process.pid };
+    const pids: Record<Part, number | undefined> = { temporal: stack.server.process?.pid, worker: worker.pid, bridge: bridge.process.pid, raw_script: raw.service.pid, bench: process.pid };
     const cpu = { bridge_rounds: cpuMeter(pids), raw_rounds: cpuMeter(pids), ack_phase: cpuMeter(pids), propagation_phase: cpuMeter(pids) };
     const [bridgeRates, rawRates]: [number[], number[]] = [[], []];
     for (let round = 1; round <= ROUNDS; round++) {
@@ -110,6 +105,8 @@ export async function webhooksBenchmark(): Promise<BenchmarkOutput> {
 
     const [bridgeRate, rawRate] = [median(bridgeRates), median(rawRates)];
     const events = ROUNDS * DELIVERIES * EVENTS_PER_DELIVERY;
+    // Each set of acknowledgement latencies: its figures' name, its label in the chart.
+    const sets = { ack: [`bridge at ${rate}/s`, ack.bridge], raw_signal_at_same_rate: [`raw signals at ${rate}/s`, ack.raw], bridge_unloaded: ['bridge, one at a time', bridgeIdle], raw_signal_unloaded: ['raw signals, one at a time', rawIdle] } as const;
     const perEvent = (side: 'bridge_rounds' | 'raw_rounds', parts: Part[]) => Object.fromEntries(parts.map((p) => [`${side}_cpu_ms_per_event_${p}`, Number(((cpu[side].seconds[p] * 1000) / events).toFixed(3))]));
     const figures = {
       bridge_webhooks_per_second: Math.round(bridgeRate),
@@ -124,16 +121,12 @@ export async function webhooksBenchmark(): Promise<BenchmarkOutput> {
       ...Object.fromEntries(Object.entries(cpu).map(([phase, meter]) => [`${phase}_other_processes_cpu_pct`, meter.otherPct()])),
       ack_rate_per_second: rate,
       ack_requests: ack.bridge.length,
-      ...p50p99('ack', ack.bridge),
-      ...p50p99('raw_signal_at_same_rate', ack.raw),
-      ...p50p99('raw_signal_unloaded', rawIdle),
-      ...p50p99('bridge_unloaded', bridgeIdle),
+      ...Object.assign({}, ...Object.entries(sets).map(([name, [, ms]]) => p50p99(name, ms))),
       propagation_samples: propagation.length,
       ...p50p99('propagation', propagation),
       reconciliation_max_over_interval: Number((reconciliationMs / RECONCILE_QUIET_MS).toFixed(3)),
     };
-    const sets = [[`bridge at ${rate}/s`, ack.bridge], [`raw signals at ${rate}/s`, ack.raw], ['bridge, one at a time', bridgeIdle], ['raw signals, one at a time', rawIdle]] as const;
-    return { figures, charts: webhooksCharts(sets.map(([label, latencies]) => ({ label, latencies }))) };
+    return { figures, charts: webhooksCharts(Object.values(sets).map(([label, latencies]) => ({ label, latencies }))) };
   } finally {
     await stack.close();
   }
@@ -141,15 +134,12 @@ export async function webhooksBenchmark(): Promise<BenchmarkOutput> {
 
 /** Starts a delivery and waits until it follows its delivery at the provider. */
 async function startFollowing(deliveries: DeliveryClient, reference: string, destinations: number, followUp?: { quietMs: number; jitter: number }): Promise<RawTarget> {
-  const { reference_number: _r, ...order } = deliveryRequest({}, destinations);
-  await deliveries.startDelivery(order, { reference, followUp });
-  const deadline = Date.now() + 120_000;
-  for (;;) {
+  await deliveries.startDelivery(deliveryRequest({}, destinations), { reference, followUp });
+  const { deliveryId } = await waitFor(`delivery ${reference} created`, 120_000, 50, async () => {
     const s = await deliveries.getStatus(reference);
-    if (s.phase === 'following' && s.deliveryId) return { workflowId: deliveryWorkflowId(reference), deliveryId: s.deliveryId };
-    if (Date.now() > deadline) throw new Error(`delivery ${reference} was not created within 120 s (phase ${s.phase})`);
-    await sleep(50);
-  }
+    return s.phase === 'following' && s.deliveryId ? { deliveryId: s.deliveryId } : undefined;
+  });
+  return { workflowId: deliveryWorkflowId(reference), deliveryId };
 }
 
 /** From the simulator's advance() (which sends the webhook) until the workflow's `status` query shows the new status, one delivery at a time. */
@@ -177,10 +167,7 @@ async function reconciliationMaxMs(deliveries: DeliveryClient, sim: Simulator): 
     const { deliveryId } = await startFollowing(deliveries, reference, 2, { quietMs: RECONCILE_QUIET_MS, jitter: 0.2 });
     for (let step = 0; step < 20 && sim.advance(deliveryId).status !== 'DELIVERED'; step++);
     const t0 = performance.now();
-    while ((await deliveries.getStatus(reference)).status !== 'DELIVERED') {
-      if (performance.now() - t0 > 4 * RECONCILE_QUIET_MS) throw new Error(`${reference} was not reconciled within ${4 * RECONCILE_QUIET_MS} ms`);
-      await sleep(20);
-    }
+    await waitFor(`${reference} reconciled`, 4 * RECONCILE_QUIET_MS, 20, async () => (await deliveries.getStatus(reference)).status === 'DELIVERED');
     return performance.now() - t0;
   }));
   return Math.max(...times);

@@ -105,7 +105,11 @@ export function driveToDelivered(sim: Simulator, deliveryId: string): void {
   throw new Error(`delivery ${deliveryId} did not reach DELIVERED`);
 }
 
-export async function eventually<T>(what: string, fn: () => Promise<T | undefined> | T | undefined, timeoutMs = 20_000): Promise<T> {
+/**
+ * Waits for a condition, never for a time. The default deadline is long because on a loaded
+ * 2-core machine one workflow task was seen to take 19 s; it only matters when the test fails.
+ */
+export async function eventually<T>(what: string, fn: () => Promise<T | undefined> | T | undefined, timeoutMs = 60_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const v = await fn();

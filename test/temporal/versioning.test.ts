@@ -21,6 +21,7 @@ import { makeStackVersionCurrent } from '../../scripts/deployment-on-start';
 import { abortRollout, report, rollTo, type RolloutTarget } from '../../scripts/rollout';
 import { describeDeployment, describeVersion, openPinned, setCurrentVersion, waitForVersion, type DeploymentVersion } from '../../temporal/worker-deployment';
 import { bundleWorkflows } from '../../worker/worker';
+import { deliveryStartOptions } from '../../workflows/start-options';
 import { deliveryRequest, destination } from '../fixtures/orders';
 import { allCreated, driveToDelivered, eventually, SANDBOX_KEY, startStack, type Stack } from '../helpers/stack';
 import { startWorkers, type RunningWorkers } from '../helpers/workers';
@@ -215,10 +216,16 @@ describe('a switch with a backlog waiting at the pacing gate', () => {
     stack = await stackOnA(a, { rateLimits: { creations: { limit: 5 } } }, tight);
     onB = await workersOfB(stack, b, tight);
     const refsA = Array.from({ length: 40 }, (_, i) => `GATE-A-${i}`);
-    await start(stack, refsA, 'ga');
-    // Started on A means pinned to A: each has completed its first workflow task there before the switch.
-    expect(await eventually('the A deliveries to be pinned to A', async () => ((await openPinned(stack.temporal.workflowService, stack.temporal.options.namespace, a)) === refsA.length ? true : undefined))).toBe(true);
-    await eventually('the first creations', () => (stack.sim.deliveries().length >= 5 ? true : undefined));
+    // Pinned to A from their start, so the switch can follow the first creations at once, with
+    // the backlog still waiting. (Pinned by their first task on A, as in the rollout above, they
+    // must all have run one before the switch: on a loaded machine that took longer than the gate
+    // needs to create all 40, and no backlog was left to switch with.)
+    await Promise.all(
+      refsA.map((reference, i) =>
+        stack.temporal.workflow.start('delivery', { taskQueue: stack.workers.taskQueue, ...deliveryStartOptions({ order: order('ga', i), reference }), versioningOverride: { pinnedTo: a } }),
+      ),
+    );
+    await eventually('the first creations', () => (stack.sim.deliveries().length >= 5 ? true : undefined), 120_000);
     expect(stack.sim.deliveries().length).toBeLessThan(40); // a backlog waits at the gate
     expect(await rollTo(target(stack, a.deploymentName), b.buildId)).toBe(0);
     const refsB = Array.from({ length: 20 }, (_, i) => `GATE-B-${i}`);

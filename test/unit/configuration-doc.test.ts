@@ -54,7 +54,7 @@ function variablesRead(): Map<string, string> {
   for (const { path, text } of sources()) {
     for (const pattern of READS) for (const m of text.matchAll(pattern)) add(m[1]!, path);
     if (/\bparseEnv\(/.test(text)) for (const name of schemaKeys(text)) add(name, path);
-    const prefix = /\bbenchSettings\('([A-Z]+)'\)/.exec(text)?.[1];
+    const prefix = /\bbenchSettings\('([A-Z]+)'[,)]/.exec(text)?.[1];
     if (prefix) for (const m of text.matchAll(/\bnum\(\s*'([A-Z_]+)'/g)) add(`${prefix}_BENCH_${m[1]}`, path);
   }
   return read;
