@@ -233,16 +233,34 @@ export function parseRegistry(text: string, source: string, env: NodeJS.ProcessE
   return accounts;
 }
 
+function readRegistryFile(file: string): string {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new Error(`invalid account registry: cannot read DELIVERY_ACCOUNTS_FILE ${file} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`, { cause: err });
+  }
+}
+
+/**
+ * The registry's account ids as the file says now, without reading a secret: for a process that
+ * only labels by account (the fleet view), never holds a key. Without DELIVERY_ACCOUNTS_FILE: `default`.
+ */
+export function accountIdsFromEnv(env: NodeJS.ProcessEnv = process.env): string[] {
+  const file = env.DELIVERY_ACCOUNTS_FILE;
+  if (!file) return [DEFAULT_ACCOUNT];
+  let json: unknown;
+  try {
+    json = JSON.parse(readRegistryFile(resolve(file)));
+  } catch (err) {
+    throw new Error(`invalid account registry ${file}: ${(err as Error).message}`, { cause: err });
+  }
+  const parsed = RegistryFileSchema.safeParse(json);
+  if (!parsed.success) throw new Error(`invalid account registry ${file}: ${parsed.error.issues.map((i) => `${fieldPath(i.path)}: ${i.message}`).join('; ')}`);
+  return parsed.data.accounts.map((a) => a.id);
+}
+
 function fileRegistry(file: string, env: NodeJS.ProcessEnv, reloadMs: number, watch: boolean): AccountRegistry {
-  const read = () => {
-    let text: string;
-    try {
-      text = readFileSync(file, 'utf8');
-    } catch (err) {
-      throw new Error(`invalid account registry: cannot read DELIVERY_ACCOUNTS_FILE ${file} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`, { cause: err });
-    }
-    return parseRegistry(text, file, env);
-  };
+  const read = () => parseRegistry(readRegistryFile(file), file, env);
   const stamp = () => {
     try {
       const st = statSync(file);

@@ -8,6 +8,12 @@ import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/commo
 export const OrderReference = defineSearchAttributeKey('OrderReference', SearchAttributeType.KEYWORD);
 export const DeliveryId = defineSearchAttributeKey('DeliveryId', SearchAttributeType.KEYWORD);
 export const DeliveryStatus = defineSearchAttributeKey('DeliveryStatus', SearchAttributeType.KEYWORD);
+/**
+ * When the delivery entered its DeliveryStatus (the workflow's clock at the change), set in the
+ * same upsert as DeliveryStatus: no extra command, no extra billed action. The fleet view ages
+ * each status's oldest by it: a delivery 40 minutes old that has just been delivered is not stuck.
+ */
+export const DeliveryStatusSince = defineSearchAttributeKey('DeliveryStatusSince', SearchAttributeType.DATETIME);
 export const IsFood = defineSearchAttributeKey('IsFood', SearchAttributeType.BOOL);
 export const DestinationCount = defineSearchAttributeKey('DestinationCount', SearchAttributeType.INT);
 /** The courier account (contract/accounts.ts): set at start for an account other than `default`, and by the delivery's first upsert for every one. */
@@ -22,4 +28,4 @@ export const QuotedPrice = defineSearchAttributeKey('QuotedPrice', SearchAttribu
 export const STATUS_SEARCH = ['final', 'every'] as const;
 export type StatusSearch = (typeof STATUS_SEARCH)[number];
 
-export const DELIVERY_SEARCH_ATTRIBUTES = [OrderReference, DeliveryId, DeliveryStatus, IsFood, DestinationCount, QuotedPrice, DeliveryAccount] as const;
+export const DELIVERY_SEARCH_ATTRIBUTES = [OrderReference, DeliveryId, DeliveryStatus, IsFood, DestinationCount, QuotedPrice, DeliveryAccount, DeliveryStatusSince] as const;

@@ -10,19 +10,30 @@ import { temporalSettingsFromEnv } from '../temporal/connection';
 import { parseEnv } from '../provider/validation';
 import { METRICS_ADDRESS, serveMetrics } from '../metrics/serve';
 import { dataConverterFromEnv } from '../temporal/payload-codec';
+import { accountIdsFromEnv } from '../accounts/registry';
 import { FleetView } from './view';
 
 const FleetEnvSchema = z.object({
   FLEET_METRICS_ADDRESS: z.string().regex(METRICS_ADDRESS, { message: 'must be host:port, e.g. 127.0.0.1:9470' }).default('127.0.0.1:9470'),
-  /** Each status costs at most 2 visibility queries a period: 60 s keeps it to one per 30 s. */
+  /** A status usually costs 2 visibility queries a poll: 60 s keeps it to one per 30 s (a poll that costs more waits longer: fleet/view.ts). */
   FLEET_PERIOD_MS: z.coerce.number().int().min(60_000, { message: 'must be at least 60000 (one visibility query per status per 30 s)' }).max(3_600_000).default(60_000),
 });
 
 async function main(): Promise<void> {
   const env = parseEnv(FleetEnvSchema, process.env, 'fleet configuration');
   const temporal = temporalSettingsFromEnv();
+  // The registry's ids only (no secret read), re-read each poll; a file broken meanwhile keeps the last good list.
+  let accounts = accountIdsFromEnv();
+  const currentAccounts = () => {
+    try {
+      accounts = accountIdsFromEnv();
+    } catch (err) {
+      console.error(`fleet: ${(err as Error).message}; counting by the last good list of accounts`);
+    }
+    return accounts;
+  };
   const connection = await connectClient(temporal.connectionOptions as ConnectionOptions);
-  const view = new FleetView({ client: new Client({ connection, namespace: temporal.namespace, dataConverter: dataConverterFromEnv() }), namespace: temporal.namespace, taskQueue: temporal.taskQueue, periodMs: env.FLEET_PERIOD_MS });
+  const view = new FleetView({ client: new Client({ connection, namespace: temporal.namespace, dataConverter: dataConverterFromEnv() }), namespace: temporal.namespace, taskQueue: temporal.taskQueue, periodMs: env.FLEET_PERIOD_MS, accounts: currentAccounts });
   const listener = await serveMetrics(view.registry, env.FLEET_METRICS_ADDRESS);
   view.start();
   const stop = async () => {
@@ -33,7 +44,7 @@ async function main(): Promise<void> {
   };
   process.once('SIGINT', () => void stop());
   process.once('SIGTERM', () => void stop());
-  console.log(`fleet: metrics ${listener.url}, deliveries of ${temporal.namespace} on ${temporal.address} counted every ${env.FLEET_PERIOD_MS / 1000} s`);
+  console.log(`fleet: metrics ${listener.url}, deliveries of ${temporal.namespace} on ${temporal.address} counted every ${env.FLEET_PERIOD_MS / 1000} s (or 30 s per query the busiest status took), accounts: ${accounts.join(', ')}`);
 }
 
 main().catch((err: Error) => {

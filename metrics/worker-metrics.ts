@@ -5,7 +5,8 @@
  * `account` (metrics/account.ts), a call family, an outcome class, a target kind, and an endpoint
  * name from the operator's configuration; never an order's data or a workflow ID.
  * Workflow code never touches these: they are counted where the work happens, in activities and
- * in the provider client, so replays count nothing twice.
+ * in the provider client, and a delivery's signals to its order workflow through the workflow's
+ * `notifications` sink (worker/worker.ts), which the SDK does not call on replay: nothing twice.
  */
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { CallFamily } from '../provider/limits';
@@ -28,10 +29,23 @@ export interface ProviderCallObserver {
 }
 
 export type NotificationResult = 'sent' | 'retried' | 'failed';
+/** The target kinds of a notification: an operator's HTTP endpoint (by activity), an order workflow (by signal). */
+export const NOTIFICATION_TARGETS = ['endpoint', 'workflow'] as const;
+export type NotificationTarget = (typeof NOTIFICATION_TARGETS)[number];
+/** The `endpoint` label of a signal to an order workflow: its workflow ID is an order's data, never a label. */
+export const SIGNAL_ENDPOINT = '(signal)';
 
-/** What the notification activity reports, per attempt. */
+/** One attempt: the notify activity's (an endpoint), or a signal's, reported by the delivery workflow through its sink (workflows/notifier.ts). */
+export interface NotificationAttempt {
+  target?: NotificationTarget;
+  endpoint: string;
+  key: string;
+  result: NotificationResult;
+  nextRetryMs?: number;
+}
+
 export interface NotificationObserver {
-  attempt(o: { endpoint: string; key: string; result: NotificationResult; nextRetryMs?: number }): void;
+  attempt(o: NotificationAttempt): void;
 }
 
 const FAMILIES: readonly CallFamily[] = ['creations', 'quotes', 'other'];
@@ -46,7 +60,7 @@ export class WorkerMetrics implements NotificationObserver {
   private readonly notifications: Counter<'account' | 'target' | 'endpoint' | 'result'>;
   private readonly started: Counter<'account'>;
   /** Notifications whose last attempt here failed and will be retried: key → when to forget it. */
-  private readonly pending = new Map<string, { endpoint: string; until: number }>();
+  private readonly pending = new Map<string, { target: NotificationTarget; endpoint: string; until: number }>();
 
   constructor(o: { endpoints: readonly string[]; now?: () => number }) {
     const now = o.now ?? Date.now;
@@ -63,24 +77,27 @@ export class WorkerMetrics implements NotificationObserver {
     this.cappedRetryAfter = new Counter({ name: 'delivery_provider_retry_after_capped_total', help: 'Provider 429 answers whose Retry-After was over DELIVERY_API_RETRY_AFTER_CAP_MS and was cut to it.', labelNames: ['account'], registers });
     this.notifications = new Counter({
       name: 'delivery_notifications_total',
-      help: 'Notification attempts by target kind, endpoint and result: sent, retried (failed, another attempt scheduled), failed (no more attempts).',
+      help: 'Notification attempts by target kind (endpoint: HTTP; workflow: a signal to an order workflow, endpoint (signal)), endpoint and result: sent, retried (failed, another attempt scheduled), failed (no more attempts).',
       labelNames: ['account', 'target', 'endpoint', 'result'],
       registers,
     });
     const pending = this.pending;
+    // Present from the start: each endpoint's series, and the signals'.
+    const series: [NotificationTarget, string][] = [...o.endpoints.map((e): [NotificationTarget, string] => ['endpoint', e]), ['workflow', SIGNAL_ENDPOINT]];
     new Gauge({
       name: 'delivery_notifications_pending',
-      help: "Notifications whose last attempt on this worker failed and whose retry is scheduled, by target kind and endpoint.",
+      help: "Notifications whose last attempt on this worker failed and whose retry is scheduled, by target kind (endpoint, workflow) and endpoint ((signal) for an order workflow's).",
       labelNames: ['account', 'target', 'endpoint'],
       registers,
       collect() {
         const t = now();
-        const by = new Map(o.endpoints.map((e) => [e, 0]));
+        const by = new Map(series.map((x) => [x.join('\n'), 0]));
         for (const [k, p] of pending) {
+          const key = `${p.target}\n${p.endpoint}`;
           if (p.until < t) pending.delete(k);
-          else by.set(p.endpoint, (by.get(p.endpoint) ?? 0) + 1);
+          else by.set(key, (by.get(key) ?? 0) + 1);
         }
-        for (const [endpoint, n] of by) this.labels(account, 'endpoint', endpoint).set(n);
+        for (const [key, n] of by) this.labels(account, ...(key.split('\n') as [string, string])).set(n);
       },
     });
     this.started = new Counter({ name: 'delivery_deliveries_started_total', help: 'Deliveries started (their first run read the worker settings; a continued run is not counted again).', labelNames: ['account'], registers });
@@ -88,7 +105,7 @@ export class WorkerMetrics implements NotificationObserver {
     for (const family of FAMILIES) this.calls.labels(account, family, '2xx').inc(0);
     this.cappedRetryAfter.labels(account).inc(0);
     this.started.labels(account).inc(0);
-    for (const endpoint of o.endpoints) for (const result of ['sent', 'retried', 'failed'] as const) this.notifications.labels(account, 'endpoint', endpoint, result).inc(0);
+    for (const [target, endpoint] of series) for (const result of ['sent', 'retried', 'failed'] as const) this.notifications.labels(account, target, endpoint, result).inc(0);
     this.now = now;
   }
 
@@ -107,9 +124,9 @@ export class WorkerMetrics implements NotificationObserver {
     this.started.labels(metricsAccount()).inc();
   }
 
-  attempt({ endpoint, key, result, nextRetryMs }: { endpoint: string; key: string; result: NotificationResult; nextRetryMs?: number }): void {
-    this.notifications.labels(metricsAccount(), 'endpoint', endpoint, result).inc();
-    if (result === 'retried') this.pending.set(key, { endpoint, until: this.now() + (nextRetryMs ?? 0) + PENDING_GRACE_MS });
+  attempt({ target = 'endpoint', endpoint, key, result, nextRetryMs }: NotificationAttempt): void {
+    this.notifications.labels(metricsAccount(), target, endpoint, result).inc();
+    if (result === 'retried') this.pending.set(key, { target, endpoint, until: this.now() + (nextRetryMs ?? 0) + PENDING_GRACE_MS });
     else this.pending.delete(key);
   }
 }

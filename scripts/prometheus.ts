@@ -71,7 +71,9 @@ export class Prometheus {
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
     this.child = child;
-    return childReady(child, { what: 'prometheus', where: this.url, output: this.o.output, ready: () => accepts(this.o.port) });
+    // Its port opens before its storage is: the API answers 503 until /-/ready says 200.
+    const ready = async () => (await accepts(this.o.port)) && (await fetch(`${this.url}/-/ready`).then((r) => r.ok, () => false));
+    return childReady(child, { what: 'prometheus', where: this.url, output: this.o.output, ready });
   }
 
   async stop(): Promise<void> {

@@ -102,13 +102,13 @@ async function main(): Promise<void> {
   const temporalEnv = { TEMPORAL_ADDRESS: devServer.address, TEMPORAL_NAMESPACE: devServer.namespace, DELIVERY_PAYLOAD_KEYS: payloadKeys };
 
   await services.startSimulator({ port: SIMULATOR_PORT, webhookUrl: `${BRIDGE_URL}/webhooks/delivery`, webhookSecret, dataDir });
-  // Accounts: the worker and the bridge read the local copy of the registry (never the operator's file directly: see accounts-on-start.ts).
+  // Accounts: the worker, the bridge and the fleet view (its ids only) read the local copy of the registry (never the operator's file directly: see accounts-on-start.ts).
   const registryFile = process.env.DELIVERY_ACCOUNTS_FILE?.trim();
   const accounts = registryFile ? await setUpLocalAccounts({ registryFile, dataDir, simulatorUrl: SIMULATOR_URL, bridgeUrl: BRIDGE_URL, log }) : undefined;
   const accountsEnv = accounts ? { DELIVERY_ACCOUNTS_FILE: accounts.file } : {};
   await Promise.all([
     services.start('worker', ENTRY.worker.entry, { ...temporalEnv, ...accountsEnv, DELIVERY_API_URL: SIMULATOR_URL, WORKER_MAKE_CURRENT: 'never', ...workerMetricsEnv(0) }, ENTRY.worker.ready),
-    services.start('fleet', ENTRY.fleet.entry, { ...temporalEnv, ...fleetMetricsEnv() }, ENTRY.fleet.ready),
+    services.start('fleet', ENTRY.fleet.entry, { ...temporalEnv, ...accountsEnv, ...fleetMetricsEnv() }, ENTRY.fleet.ready),
     services.start('bridge', ENTRY.bridge.entry, { ...temporalEnv, ...accountsEnv, DELIVERY_API_URL: SIMULATOR_URL, DELIVERY_WEBHOOK_SECRETS: webhook.secrets.join(',') }, ENTRY.bridge.ready),
     services.start('codec', ENTRY.codec.entry, { DELIVERY_PAYLOAD_KEYS: payloadKeys, CODEC_ALLOWED_ORIGIN: devServer.uiUrl }, ENTRY.codec.ready),
   ]);

@@ -31,6 +31,7 @@ const SEARCH_ATTRIBUTE_NOTES: Record<string, string> = {
   DestinationCount: `number of destinations; ${WITH_FIRST_UPSERT}`,
   DeliveryId: "the provider's delivery id, once created",
   DeliveryStatus: 'the delivery\'s status, set on every change (only the status it ended in with the worker setting DELIVERY_STATUS_SEARCH=final)',
+  DeliveryStatusSince: 'when the delivery entered its DeliveryStatus (the workflow\'s time), set in the same upsert as DeliveryStatus',
   QuotedPrice: 'quoted price in minor units, once quoted',
   DeliveryAccount: `the courier account; set at start for an account other than \`default\` (the starter sets it: workflows/start-options.ts), ${WITH_FIRST_UPSERT} for \`default\``,
 };

@@ -10,7 +10,7 @@
  */
 import type { DataConverter } from '@temporalio/common';
 import { FAILURE_CONVERTER_PATH } from '../temporal/payload-codec';
-import { bundleWorkflowCode, Worker, type NativeConnection, type WorkflowBundle, type WorkflowBundleOption } from '@temporalio/worker';
+import { bundleWorkflowCode, Worker, type InjectedSinks, type NativeConnection, type WorkflowBundle, type WorkflowBundleOption } from '@temporalio/worker';
 import type { Client } from '@temporalio/client';
 import { configureGate, createGateActivities, startGate } from '../activities/gate-activities';
 import { DEFAULT_ACCOUNT } from '../contract/accounts';
@@ -25,7 +25,8 @@ import { gateTaskQueue, notificationsTaskQueue, providerTaskQueues } from '../co
 import { deliveriesServiceHandler } from '../nexus/handlers';
 import { DEFAULT_PACING, taskQueueRatePerSecond, type PacingSettings } from './pacing-config';
 import type { DeploymentVersion } from '../temporal/worker-deployment';
-import type { WorkerMetrics } from '../metrics/worker-metrics';
+import { SIGNAL_ENDPOINT, type WorkerMetrics } from '../metrics/worker-metrics';
+import type { NotifierSinks } from '../workflows/notifier';
 import type { Tracing } from '../tracing/install';
 import { bundleIsTraced, tracedWorkerOptions, WORKFLOW_TRACING_MODULE, WORKFLOW_TRACING_PRELOAD } from '../tracing/worker';
 import { readFileSync } from 'node:fs';
@@ -111,9 +112,12 @@ export async function createDeliveryWorkers(o: DeliveryWorkerOptions): Promise<D
   const notifyTargets = o.accounts ? registryTargets(o.accounts) : configTargets(notify);
   const workflowBundle = await workflowBundleFor(o.workflowBundle, o.tracing !== undefined);
   const gateActivities = createGateActivities({ client: o.client, settings: pacing, accounts: o.accounts, onDeliveryStarted: o.metrics && (() => o.metrics!.deliveryStarted()) });
+  // A delivery's signals to its order workflow, counted like its endpoints' attempts (workflows/notifier.ts).
+  const sinks: InjectedSinks<NotifierSinks> = { notifications: { signalAttempt: { fn: (_info, a) => o.metrics?.attempt({ ...a, target: 'workflow', endpoint: SIGNAL_ENDPOINT }) } } };
   const workflowWorker = await Worker.create({
     ...base,
     ...withWorkflows,
+    sinks: { ...withWorkflows.sinks, ...sinks },
     ...versioned('PINNED'),
     taskQueue: o.taskQueue,
     workflowBundle,

@@ -7,7 +7,7 @@
  * dead target never delays the following of the provider. The loops run in non-cancellable
  * scopes, so a cancelled delivery still tells of its cancellation and its end.
  */
-import { type ActivityOptions, CancellationScope, condition, getExternalWorkflowHandle, proxyActivities, sleep, workflowInfo } from '@temporalio/workflow';
+import { type ActivityOptions, CancellationScope, condition, getExternalWorkflowHandle, proxyActivities, proxySinks, sleep, workflowInfo, type Sinks } from '@temporalio/workflow';
 import type { NotifyActivities } from '../activities/notify-activities';
 import { NOTIFY_FAILURE_TYPES } from '../contract/failures';
 import { failureTypeIn, reasonOf } from '../contract/failure-cause';
@@ -16,7 +16,18 @@ import type { DeliveryNotification, NotifierSnapshot } from '../contract/deliver
 import type { TimelineEntry } from '../contract/delivery-types';
 import { notificationsTaskQueue } from '../contract/task-queues';
 import { NOTIFY_GIVE_UP_AFTER as GIVE_UP_AFTER } from '../notifications/retry-schedule';
+import type { NotificationAttempt } from '../metrics/worker-metrics';
 import { NotificationOutbox, type StopFate } from './notification-outbox';
+
+/**
+ * A signal's attempts, counted by the worker like an endpoint's (metrics/worker-metrics.ts): a
+ * sink, which the SDK calls once the task's work is done and never on replay. No order data in
+ * it: the key (the delivery's workflow ID and the target) only tells a pending retry from another.
+ */
+export interface NotifierSinks extends Sinks {
+  notifications: { signalAttempt(o: Pick<NotificationAttempt, 'key' | 'result' | 'nextRetryMs'>): void };
+}
+const { notifications } = proxySinks<NotifierSinks>();
 
 type Target = { key: string; kind: 'workflow'; workflowId: string; signal: string } | { key: string; kind: 'endpoint'; endpoint: string };
 
@@ -82,16 +93,20 @@ export class Notifier {
 
   /** Returns how the target ended, or undefined once the signal is delivered. */
   private async signal(t: Extract<Target, { kind: 'workflow' }>, n: DeliveryNotification): Promise<{ fate: StopFate; why: string } | undefined> {
+    const key = `${workflowInfo().workflowId}/${t.key}`;
     for (let attempt = 1; ; attempt++) {
       try {
         await getExternalWorkflowHandle(t.workflowId).signal(t.signal, n);
+        notifications.signalAttempt({ key, result: 'sent' });
         return undefined;
       } catch (err) {
         const message = (err as Error).message ?? '';
         // The server's causes: the workflow (or namespace) not found, or the per-workflow signal limit.
-        if (/not found/i.test(message)) return { fate: 'not_found', why: `no running workflow ${t.workflowId}` };
-        if (/limit/i.test(message)) return { fate: 'failed', why: message };
-        await sleep(Math.min(60_000, 1_000 * 2 ** Math.min(attempt - 1, 6)));
+        const stop: { fate: StopFate; why: string } | undefined = /not found/i.test(message) ? { fate: 'not_found', why: `no running workflow ${t.workflowId}` } : /limit/i.test(message) ? { fate: 'failed', why: message } : undefined;
+        const delayMs = Math.min(60_000, 1_000 * 2 ** Math.min(attempt - 1, 6));
+        notifications.signalAttempt(stop ? { key, result: 'failed' } : { key, result: 'retried', nextRetryMs: delayMs });
+        if (stop) return stop;
+        await sleep(delayMs);
       }
     }
   }

@@ -14,7 +14,7 @@ import type { SearchAttributeUpdatePair } from '@temporalio/common';
 import { upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { DeliveryWorkflowInput } from '../contract/delivery-types';
 import { DEFAULT_ACCOUNT } from '../contract/accounts';
-import { DeliveryAccount, DeliveryStatus, DestinationCount, IsFood, OrderReference, type StatusSearch } from '../contract/search-attributes';
+import { DeliveryAccount, DeliveryStatus, DeliveryStatusSince, DestinationCount, IsFood, OrderReference, type StatusSearch } from '../contract/search-attributes';
 
 export function batchedUpserts(): (pair: SearchAttributeUpdatePair) => void {
   const pending = new Map<string, SearchAttributeUpdatePair>();
@@ -65,6 +65,8 @@ export class DeliverySearch {
     if (status === undefined || status === this.statusSet || (this.policy === 'final' && !final)) return;
     this.statusSet = status;
     this.set({ key: DeliveryStatus, value: status });
+    // The same upsert (batchedUpserts): the workflow's clock, deterministic on replay.
+    this.upsert({ key: DeliveryStatusSince, value: new Date() });
   }
 
   /** At the workflow's end: a delivery that never reached its creation is findable by its order too. */

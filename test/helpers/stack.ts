@@ -47,8 +47,8 @@ export async function startStack(
     pacing?: Partial<PacingSettings>;
     /** Notification endpoints of the stack's workers. */
     notify?: NotifyConfig;
-    /** The workers' version and bundle (versioned workers; default: unversioned, the product's bundle). */
-    workers?: Pick<StartWorkersOptions, 'deployment' | 'workflowBundle'>;
+    /** The workers' version and bundle (versioned workers; default: unversioned, the product's bundle), their metrics. */
+    workers?: Pick<StartWorkersOptions, 'deployment' | 'workflowBundle' | 'metrics'>;
   } = {},
 ): Promise<Stack> {
   const sim = createSimulator({ onError: (m) => console.error(`simulator: ${m}`), ...o.simulator });

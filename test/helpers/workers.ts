@@ -11,6 +11,7 @@ import { createDeliveryWorkers, type DeliveryWorkers } from '../../worker/worker
 import type { DeploymentVersion } from '../../temporal/worker-deployment';
 import { testNativeConnection, testServerAddress, uniqueTaskQueue } from './temporal';
 import { plainWorkflowBundle } from './workflow-bundle';
+import type { WorkerMetrics } from '../../metrics/worker-metrics';
 
 let bundle: Promise<WorkflowBundle> | undefined;
 /** The product's workflows, bundled once per run (test/helpers/workflow-bundle.ts). */
@@ -47,6 +48,8 @@ export interface StartWorkersOptions {
   workflowBundle?: WorkflowBundle;
   /** The courier accounts served (test/temporal/accounts.test.ts); unset: any account passes the start check. */
   accounts?: AccountRegistry;
+  /** The workers' own metrics (test/temporal/notifications.test.ts reads them); unset: none. */
+  metrics?: WorkerMetrics;
 }
 
 export async function startWorkers(activities: ProviderActivities, options: StartWorkersOptions = {}): Promise<RunningWorkers> {
@@ -66,6 +69,7 @@ export async function startWorkers(activities: ProviderActivities, options: Star
     notify: options.notify,
     deployment: options.deployment,
     accounts: options.accounts,
+    metrics: options.metrics,
   });
   const running = workers.run();
   let stopped: Promise<void> | undefined;

@@ -7,7 +7,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ProviderClient } from '../../provider/client';
 import { createSimulator, type Simulator } from '../../simulator/server';
-import { providerOutcome, WorkerMetrics } from '../../metrics/worker-metrics';
+import { providerOutcome, SIGNAL_ENDPOINT, WorkerMetrics } from '../../metrics/worker-metrics';
 import { deliveryRequest } from '../fixtures/orders';
 import { parsePrometheusText } from '../helpers/prometheus';
 import { rejectionOf } from '../helpers/rejection';
@@ -88,5 +88,25 @@ describe('notification metrics', () => {
     now += 5_000 + 61_000; // its retry ran elsewhere: forgotten here
     m = parsePrometheusText(await metrics.registry.metrics());
     expect(m.value('delivery_notifications_pending', { account: 'default', target: 'endpoint', endpoint: 'orders' })).toBe(0);
+  });
+
+  it('counts signals to order workflows by their own target kind, never by the order workflow, from the start', async () => {
+    const metrics = new WorkerMetrics({ endpoints: ['orders'] });
+    const signal = { target: 'workflow', endpoint: SIGNAL_ENDPOINT } as const;
+    let m = parsePrometheusText(await metrics.registry.metrics());
+    expect(m.samples.filter((s) => s.name === 'delivery_notifications_total' && s.labels.target === 'workflow').map((s) => [s.labels.result, s.value])).toEqual([
+      ['sent', 0],
+      ['retried', 0],
+      ['failed', 0],
+    ]);
+    metrics.attempt({ ...signal, key: 'delivery:A/workflow:order:A', result: 'retried', nextRetryMs: 1_000 });
+    m = parsePrometheusText(await metrics.registry.metrics());
+    expect(m.value('delivery_notifications_pending', { account: 'default', ...signal })).toBe(1);
+    expect(m.value('delivery_notifications_pending', { account: 'default', target: 'endpoint', endpoint: 'orders' })).toBe(0);
+    metrics.attempt({ ...signal, key: 'delivery:A/workflow:order:A', result: 'sent' });
+    m = parsePrometheusText(await metrics.registry.metrics());
+    expect(m.value('delivery_notifications_pending', { account: 'default', ...signal })).toBe(0);
+    expect(m.value('delivery_notifications_total', { account: 'default', ...signal, result: 'sent' })).toBe(1);
+    expect(m.sum('delivery_notifications_total', { target: 'endpoint' })).toBe(0);
   });
 });

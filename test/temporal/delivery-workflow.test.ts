@@ -166,21 +166,31 @@ describe('the delivery workflow', () => {
       await handle.result();
     }
 
-    it('by default: DeliveryStatus follows every status, one upsert each, so an open delivery is found by its status', async () => {
+    it('by default: DeliveryStatus follows every status, one upsert each with the time it was entered, so an open delivery is found by its status and aged in it', async () => {
+      const before = Date.now();
       const handle = await start();
       const s = await following(handle);
       const created = await searchAttributes(handle);
       expect(created).toMatchObject({ OrderReference: s.reference, IsFood: false, DestinationCount: 2, DeliveryId: s.deliveryId, QuotedPrice: 1250, DeliveryStatus: 'CREATED', DeliveryAccount: 'default' });
+      const createdSince = (created.DeliveryStatusSince as Date).getTime();
+      expect(createdSince).toBeGreaterThanOrEqual(before - 1_000); // one clock (dev server and worker on this host); 1 s for rounding
+      expect(createdSince).toBeLessThanOrEqual(Date.now());
       await deliver(handle, s, async () => {
-        expect((await searchAttributes(handle)).DeliveryStatus).toBe('PICKED_UP');
-        // What `delivery list --status PICKED_UP` and the Web UI ask; visibility is eventually consistent: wait for it.
-        const query = `DeliveryStatus="PICKED_UP" AND WorkflowId="${handle.workflowId}" AND ExecutionStatus="Running"`;
-        await eventually('the open delivery listed by its status', async () => ((await client.workflow.count(query)).count === 1 ? true : undefined));
+        const picked = await searchAttributes(handle);
+        expect(picked.DeliveryStatus).toBe('PICKED_UP');
+        // Since the status was entered, not since the start: later than the creation's.
+        expect((picked.DeliveryStatusSince as Date).getTime()).toBeGreaterThan(createdSince);
+        // What `delivery list --status PICKED_UP`, the Web UI and the fleet view ask; visibility is eventually consistent: wait for it.
+        const query = `DeliveryStatus="PICKED_UP" AND DeliveryStatusSince > "${new Date(createdSince).toISOString()}" AND WorkflowId="${handle.workflowId}" AND ExecutionStatus="Running"`;
+        await eventually('the open delivery listed by its status and the time it entered it', async () => ((await client.workflow.count(query)).count === 1 ? true : undefined));
       });
       expect((await searchAttributes(handle)).DeliveryStatus).toBe('DELIVERED');
       const upserted = await upserts(handle);
-      expect(upserted[0]).toEqual(['DeliveryAccount', 'DeliveryId', 'DeliveryStatus', 'DestinationCount', 'IsFood', 'OrderReference', 'QuotedPrice']);
-      expect(upserted.filter((keys) => keys.includes('DeliveryStatus'))).toHaveLength(5); // CREATED, ASSIGNED, UPCOMING, PICKED_UP, DELIVERED
+      expect(upserted[0]).toEqual(['DeliveryAccount', 'DeliveryId', 'DeliveryStatus', 'DeliveryStatusSince', 'DestinationCount', 'IsFood', 'OrderReference', 'QuotedPrice']);
+      // CREATED, ASSIGNED, UPCOMING, PICKED_UP, DELIVERED: the time each was entered rides in the same upsert (no extra action).
+      expect(upserted.filter((keys) => keys.includes('DeliveryStatus'))).toHaveLength(5);
+      expect(upserted.filter((keys) => keys.includes('DeliveryStatusSince'))).toHaveLength(5);
+      expect(upserted.every((keys) => keys.includes('DeliveryStatus') === keys.includes('DeliveryStatusSince'))).toBe(true);
     });
 
     it('with DELIVERY_STATUS_SEARCH=final: the order\'s and the creation\'s in one upsert, DeliveryStatus once with the status the delivery ends in', async () => {
@@ -196,7 +206,7 @@ describe('the delivery workflow', () => {
         expect(created.DeliveryStatus).toBeUndefined();
         await deliver(handle, s, async () => expect((await searchAttributes(handle)).DeliveryStatus).toBeUndefined());
         expect((await searchAttributes(handle)).DeliveryStatus).toBe('DELIVERED');
-        expect(await upserts(handle)).toEqual([['DeliveryAccount', 'DeliveryId', 'DestinationCount', 'IsFood', 'OrderReference', 'QuotedPrice'], ['DeliveryStatus']]);
+        expect(await upserts(handle)).toEqual([['DeliveryAccount', 'DeliveryId', 'DestinationCount', 'IsFood', 'OrderReference', 'QuotedPrice'], ['DeliveryStatus', 'DeliveryStatusSince']]);
       } finally {
         await final.stop();
       }

@@ -128,6 +128,7 @@ describe('a delivery, end to end', () => {
       DestinationCount: 2,
       QuotedPrice: s.quote!.price.amount,
       DeliveryAccount: 'default',
+      DeliveryStatusSince: expect.any(Date), // when it entered DELIVERED
     });
     const personal = [o.pickup_location.last_name, o.pickup_location.address, ...o.destinations.flatMap((d) => [d.location.last_name, d.location.phone, d.location.address])];
     for (const p of personal) expect(JSON.stringify(all)).not.toContain(p);

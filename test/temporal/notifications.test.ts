@@ -20,6 +20,8 @@ import { testNativeConnection, testServerAddress, uniqueTaskQueue } from '../hel
 import { recordHistories } from '../helpers/histories';
 import { setCurrentVersion, waitForVersion } from '../../temporal/worker-deployment';
 import { randomUUID } from 'node:crypto';
+import { SIGNAL_ENDPOINT, WorkerMetrics } from '../../metrics/worker-metrics';
+import { parsePrometheusText } from '../helpers/prometheus';
 
 jest.setTimeout(120_000);
 
@@ -31,6 +33,9 @@ let flakyDown = true;
 let orderWorker: Worker;
 let orderWorkerRun: Promise<void>;
 let orderTaskQueue: string;
+const metrics = new WorkerMetrics({ endpoints: ['orders', 'flaky', 'gone'] });
+/** The workers' count of signals to order workflows with this result. */
+const signals = async (result: string) => parsePrometheusText(await metrics.registry.metrics()).value('delivery_notifications_total', { account: 'default', target: 'workflow', endpoint: SIGNAL_ENDPOINT, result });
 
 const PERSONAL = ['Recipient', 'Musterstraße', '+49151', 'Kitchen', 'Trattoria', 'Torstraße'];
 
@@ -41,7 +46,7 @@ beforeAll(async () => {
   const endpoint = (name: string, r: Receiver): [string, NotifyEndpoint] => [name, { name, url: new URL(r.url), secrets: [r.secret] }];
   // A fast schedule: the product's (5 s, 5 min, …) is for outages, not for a test.
   const notify: NotifyConfig = { endpoints: new Map([endpoint('orders', orders), endpoint('flaky', flaky), endpoint('gone', gone)]), retryScheduleMs: [200, 400, 800] };
-  stack = await startStack({ notify });
+  stack = await startStack({ notify, workers: { metrics } });
   orderTaskQueue = uniqueTaskQueue('orders');
   orderWorker = await Worker.create({
     connection: await testNativeConnection(),
@@ -161,8 +166,11 @@ describe('notifications', () => {
     await stack.deliveries.startDelivery(deliveryRequest(), { reference, notify: { workflowId: `order:${reference}`, endpoint: 'gone' } });
     const created = await createdDelivery(stack, reference);
     driveToDelivered(stack.sim, created.deliveryId!);
+    const sentBefore = await signals('sent');
     const bySignal = await order.result();
     expectInSequence(bySignal);
+    // Counted like an endpoint's: one `sent` per signal delivered (the sink runs once the delivery's task is done: wait for it).
+    await eventually('the signals counted', async () => ((await signals('sent')) - sentBefore >= bySignal.length ? true : undefined));
     const final = await stack.deliveries.result(reference);
     const toGone = gone.requests.filter((r) => r.notification.reference === reference);
     expect(toGone.map((r) => [r.notification.sequence, r.answered])).toEqual([
@@ -178,6 +186,7 @@ describe('notifications', () => {
 
   it('record once a signal target that does not exist, and carry on', async () => {
     const reference = 'NOTIFY-NOBODY';
+    const failedBefore = await signals('failed');
     await stack.deliveries.startDelivery(deliveryRequest(), { reference, notify: { workflowId: 'order:nobody' } });
     const created = await createdDelivery(stack, reference);
     driveToDelivered(stack.sim, created.deliveryId!);
@@ -186,6 +195,9 @@ describe('notifications', () => {
     const notes = (await stack.deliveries.getStatus(reference)).timeline.filter((e) => e.note?.includes('workflow:order:nobody'));
     expect(notes).toHaveLength(1);
     expect(notes[0]!.note).toMatch(/stopped at #1: no running workflow order:nobody/);
+    // A target that does not exist is a failed notification in the metrics too, once, and never pending.
+    await eventually('the failed signal counted', async () => ((await signals('failed')) - failedBefore === 1 ? true : undefined));
+    expect(parsePrometheusText(await metrics.registry.metrics()).value('delivery_notifications_pending', { account: 'default', target: 'workflow', endpoint: SIGNAL_ENDPOINT })).toBe(0);
     if (process.env.RECORD_HISTORIES) await recordHistories(process.env.RECORD_HISTORIES, 'notifications to a workflow that does not exist', [{ workflowId: deliveryWorkflowId(reference) }]);
   });
 

@@ -1,7 +1,7 @@
 import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { accountRegistryFromEnv, UnknownAccountError, type AccountRegistry, type RegistryChange } from '../../accounts/registry';
+import { accountIdsFromEnv, accountRegistryFromEnv, UnknownAccountError, type AccountRegistry, type RegistryChange } from '../../accounts/registry';
 import { generateWebhookSecret } from '../../provider/webhook-signature';
 
 let dir: string;
@@ -45,6 +45,17 @@ describe('account registry', () => {
     expect(a.endpoints.get('orders')?.url.href).toBe('https://orders.example/hooks');
     expect(r.require('b-2').apiKey()).toBe('key-b');
     expect(r.require('b-2').webhookSecrets()).toEqual([]);
+  });
+
+  it('gives a process that only labels by account (the fleet view) the ids, without reading a secret', () => {
+    expect(accountIdsFromEnv({})).toEqual(['default']);
+    registryFile([acme(), { id: 'b-2', baseUrl: 'http://127.0.0.1:4010', apiKey: { env: 'B_KEY' } }]); // neither acme.key nor B_KEY exists
+    expect(accountIdsFromEnv({ DELIVERY_ACCOUNTS_FILE: join(dir, 'accounts.json') })).toEqual(['acme', 'b-2']);
+    expect(() => load()).toThrow(/acme\.key/); // the registry itself needs them
+    registryFile([acme({ id: 'Bad Id' })]);
+    expect(() => accountIdsFromEnv({ DELIVERY_ACCOUNTS_FILE: join(dir, 'accounts.json') })).toThrow(/accounts\.json: .*must be 1 to 40/);
+    write('accounts.json', '{');
+    expect(() => accountIdsFromEnv({ DELIVERY_ACCOUNTS_FILE: join(dir, 'accounts.json') })).toThrow(/invalid account registry .*accounts\.json/);
   });
 
   it('a rotated key is read at its next use, without a reload', () => {

@@ -85,6 +85,6 @@ describe('the ports a cluster start checks', () => {
 });
 
 test('search attribute types in the CLI’s spelling', () => {
-  expect(DELIVERY_SEARCH_ATTRIBUTES.map((k) => cliType(k.type))).toEqual(['Keyword', 'Keyword', 'Keyword', 'Bool', 'Int', 'Int', 'Keyword']);
+  expect(DELIVERY_SEARCH_ATTRIBUTES.map((k) => cliType(k.type))).toEqual(['Keyword', 'Keyword', 'Keyword', 'Bool', 'Int', 'Int', 'Keyword', 'Datetime']);
   expect(cliType('KEYWORD_LIST')).toBe('KeywordList');
 });
