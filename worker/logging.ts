@@ -5,12 +5,6 @@ import type { Logger, LogLevel, LogMetadata } from '@temporalio/worker';
  * The provider-call workers are activity-only and only the workflow worker serves Nexus, by design: on a healthy
  * start those notices are debug.
  */
-/**
- * The SDK core's own log lines (Rust), forwarded to the runtime's logger instead of printed to
- * stderr in core's format: one format per process, and a test's lines held back with its output.
- */
-export const CORE_LOGS_FORWARDED = { filter: { core: 'WARN', other: 'ERROR' }, forward: {} } as const;
-
 export class ExpectedNoticesAtDebug implements Logger {
   constructor(private readonly inner: Logger) {}
   log(level: LogLevel, message: string, meta?: LogMetadata): void {

@@ -6,7 +6,7 @@
  */
 import { Client } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, type LogLevel, type NativeConnectionOptions } from '@temporalio/worker';
-import { CORE_LOGS_FORWARDED, ExpectedNoticesAtDebug } from './logging';
+import { ExpectedNoticesAtDebug } from './logging';
 import { dataConverterFromEnv } from '../temporal/payload-codec';
 import { temporalSettingsFromEnv } from '../temporal/connection';
 import { createProviderActivities } from '../activities/provider-activities';
@@ -57,10 +57,7 @@ function installRuntime(env: z.output<typeof WorkerEnvSchema>): void {
   Runtime.install({
     logger: new ExpectedNoticesAtDebug(json),
     // Durations in seconds, as every other metric here and Prometheus's convention (the alert rules' `le="1"`).
-    telemetryOptions: {
-      logging: CORE_LOGS_FORWARDED,
-      ...(env.WORKER_METRICS_ADDRESS && { metrics: { prometheus: { bindAddress: env.WORKER_METRICS_ADDRESS, useSecondsForDurations: true } } }),
-    },
+    telemetryOptions: env.WORKER_METRICS_ADDRESS ? { metrics: { prometheus: { bindAddress: env.WORKER_METRICS_ADDRESS, useSecondsForDurations: true } } } : undefined,
   });
 }
 

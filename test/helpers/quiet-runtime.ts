@@ -1,6 +1,6 @@
 /**
  * The Temporal runtime of a test process (one per jest worker, installed by its first test file):
- * no INFO chatter; its warnings (the SDK core's too, forwarded) and errors (an activity's failure, a slow workflow task) go to the
+ * no INFO chatter; its warnings and errors (an activity's failure, a slow workflow task) go to the
  * test under way, which test/helpers/quiet-environment.js prints only if it fails. The SDK's
  * notice, once per worker, that an activity-only worker polls no workflow tasks (every test stack
  * has several) is expected: at DEBUG, as in the worker process (worker/logging.ts).
@@ -8,7 +8,7 @@
 import { runInThisContext } from 'node:vm';
 import { inspect } from 'node:util';
 import { DefaultLogger, Runtime, type LogEntry } from '@temporalio/worker';
-import { CORE_LOGS_FORWARDED, ExpectedNoticesAtDebug } from '../../worker/logging';
+import { ExpectedNoticesAtDebug } from '../../worker/logging';
 
 /** Jest's own global, outside every test file's sandbox: where the environment of the file under way leaves its sink. */
 const jestGlobal = runInThisContext('globalThis') as { __quietTestLog?: (text: string) => void };
@@ -20,7 +20,7 @@ function toTest(entry: LogEntry): void {
 }
 
 try {
-  Runtime.install({ logger: new ExpectedNoticesAtDebug(new DefaultLogger('WARN', toTest)), telemetryOptions: { logging: CORE_LOGS_FORWARDED } });
+  Runtime.install({ logger: new ExpectedNoticesAtDebug(new DefaultLogger('WARN', toTest)) });
 } catch {
   // Already installed by an earlier test file in this jest worker process.
 }

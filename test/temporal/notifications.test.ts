@@ -162,11 +162,12 @@ describe('notifications', () => {
 
   it('stop sending to an endpoint that answers 410, and tell the order workflow still', async () => {
     const reference = 'NOTIFY-GONE';
+    // Read before the start: the first signals go out as soon as the delivery is created.
+    const sentBefore = await signals('sent');
     const order = await startOrderWorkflow(`order:${reference}`);
     await stack.deliveries.startDelivery(deliveryRequest(), { reference, notify: { workflowId: `order:${reference}`, endpoint: 'gone' } });
     const created = await createdDelivery(stack, reference);
     driveToDelivered(stack.sim, created.deliveryId!);
-    const sentBefore = await signals('sent');
     const bySignal = await order.result();
     expectInSequence(bySignal);
     // Counted like an endpoint's: one `sent` per signal delivered (the sink runs once the delivery's task is done: wait for it).
