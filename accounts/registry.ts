@@ -196,8 +196,8 @@ function checkReferences(account: Account): void {
   for (const e of account.endpoints.values()) e.secrets();
 }
 
-/** Parses a registry file's text; errors name the account (by id where it has a valid one) and the field. */
-export function parseRegistry(text: string, source: string, env: NodeJS.ProcessEnv = process.env): Map<string, { entry: AccountEntry; account: Account }> {
+/** A registry file's entries, checked by its schema alone (no key or secret read); errors name the account (by id where it has a valid one) and the field. */
+function registryEntries(text: string, source: string): AccountEntry[] {
   let json: unknown;
   try {
     json = JSON.parse(text);
@@ -219,9 +219,14 @@ export function parseRegistry(text: string, source: string, env: NodeJS.ProcessE
     });
     throw new Error(`invalid account registry ${source}: ${issues.join('; ')}`);
   }
+  return parsed.data.accounts;
+}
+
+/** Parses a registry file's text; errors name the account (by id where it has a valid one) and the field. */
+export function parseRegistry(text: string, source: string, env: NodeJS.ProcessEnv = process.env): Map<string, { entry: AccountEntry; account: Account }> {
   const baseDir = dirname(source);
   const accounts = new Map<string, { entry: AccountEntry; account: Account }>();
-  for (const entry of parsed.data.accounts) {
+  for (const entry of registryEntries(text, source)) {
     const account = accountFrom(entry, env, baseDir);
     try {
       checkReferences(account);
@@ -248,15 +253,7 @@ function readRegistryFile(file: string): string {
 export function accountIdsFromEnv(env: NodeJS.ProcessEnv = process.env): string[] {
   const file = env.DELIVERY_ACCOUNTS_FILE;
   if (!file) return [DEFAULT_ACCOUNT];
-  let json: unknown;
-  try {
-    json = JSON.parse(readRegistryFile(resolve(file)));
-  } catch (err) {
-    throw new Error(`invalid account registry ${file}: ${(err as Error).message}`, { cause: err });
-  }
-  const parsed = RegistryFileSchema.safeParse(json);
-  if (!parsed.success) throw new Error(`invalid account registry ${file}: ${parsed.error.issues.map((i) => `${fieldPath(i.path)}: ${i.message}`).join('; ')}`);
-  return parsed.data.accounts.map((a) => a.id);
+  return registryEntries(readRegistryFile(resolve(file)), file).map((a) => a.id);
 }
 
 function fileRegistry(file: string, env: NodeJS.ProcessEnv, reloadMs: number, watch: boolean): AccountRegistry {
