@@ -50,6 +50,3 @@ export class AccountPauses {
     return Math.round(this.now() - p.since);
   }
 }
-
-/** The failure type of a call held back while its account is paused: retried (after `nextRetryDelay`), never final, so no retry policy may list it. */
-export const ACCOUNT_PAUSED = 'CourierAccountPaused';

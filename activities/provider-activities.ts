@@ -13,9 +13,10 @@ import { isProviderError } from '../provider/errors';
 import type { CreateDeliveryRequest, DeliveryRecord, Quote, UpdateDeliveryRequest } from '../provider/schemas';
 import { SLOT_MISSED, gateAnswerSignal, type CreationTell } from '../contract/gate-messages';
 import { withProviderFailures } from './failures';
+import { ACCOUNT_PAUSED } from '../contract/failures';
 import { UnknownAccountError } from '../accounts/registry';
 import { activityAccount, unknownAccount } from './account-of';
-import { ACCOUNT_PAUSED, AccountPauses } from './account-pauses';
+import { AccountPauses } from './account-pauses';
 
 /** The API client of each account (accounts/provider-clients.ts); a single client serves every account. */
 export type ProviderFor = ProviderClient | ((account: string) => ProviderClient);

@@ -23,6 +23,13 @@ export const NON_RETRYABLE_PROVIDER_FAILURES = [
   PROVIDER_FAILURE_TYPES.contract_violation,
 ];
 
+/**
+ * A call held back while its courier account is paused (the courier refused the account's key
+ * outside the pacing gate, activities/account-pauses.ts): retried after `nextRetryDelay`, never
+ * final, so no retry policy may list it.
+ */
+export const ACCOUNT_PAUSED = 'CourierAccountPaused';
+
 export const WORKFLOW_FAILURE_TYPES = {
   quoteRejected: 'QuoteRejected',
   quoteNotApproved: 'QuoteApprovalTimedOut',

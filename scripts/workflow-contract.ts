@@ -6,7 +6,7 @@
  */
 import { z } from 'zod';
 import { workflowContractRegistry } from '../contract/schemas';
-import { NON_RETRYABLE_PROVIDER_FAILURES, PROVIDER_FAILURE_TYPES, WORKFLOW_FAILURE_TYPES } from '../contract/failures';
+import { ACCOUNT_PAUSED, NON_RETRYABLE_PROVIDER_FAILURES, PROVIDER_FAILURE_TYPES, WORKFLOW_FAILURE_TYPES } from '../contract/failures';
 import { DELIVERY_SEARCH_ATTRIBUTES } from '../contract/search-attributes';
 import { DEFAULT_TASK_QUEUE } from '../contract/task-queues';
 import { nexusServiceDocument } from '../nexus/schemas';
@@ -71,6 +71,7 @@ export function workflowContractDocument(): Json {
         ...Object.fromEntries(
           Object.values(PROVIDER_FAILURE_TYPES).map((t) => [t, `the provider's answer, as the cause of an activity failure${NON_RETRYABLE_PROVIDER_FAILURES.includes(t) ? ' (non-retryable)' : ' (retried by the workflow)'}`]),
         ),
+        [ACCOUNT_PAUSED]: "the cause of an activity failure while the courier refuses the account's key (401) and the account is paused: the call waits for the account's next probe (retried by the workflow, never final; docs/accounts.md)",
       },
     },
     // The same operations for callers in another namespace, through a Nexus endpoint (nexus/service.ts).

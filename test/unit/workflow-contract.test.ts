@@ -6,6 +6,7 @@ import { DeliveryStateSchema, DeliveryWorkflowInputSchema } from '../../contract
 import { workflowContractDocument } from '../../scripts/workflow-contract';
 import type { DeliveryState } from '../../contract/delivery-types';
 import { DELIVERY_SEARCH_ATTRIBUTES } from '../../contract/search-attributes';
+import { ACCOUNT_PAUSED, PROVIDER_FAILURE_TYPES } from '../../contract/failures';
 import { deliveryRequest } from '../fixtures/orders';
 
 const checkedIn = JSON.parse(readFileSync(join(__dirname, '../../docs/workflow-contract.json'), 'utf8'));
@@ -43,6 +44,8 @@ describe('the workflow contract (docs/workflow-contract.json)', () => {
     expect(w.signals.statusChanged.args).toEqual([{ $ref: '#/$defs/StatusChange' }]);
     expect(w.searchAttributes.map((a: { name: string }) => a.name)).toEqual(DELIVERY_SEARCH_ATTRIBUTES.map((k) => k.name));
     expect(Object.keys(w.failures)).toContain('InvalidDeliveryInput');
+    // Every failure type an activity of the delivery can show in `describe`, the paused account's too.
+    expect(Object.keys(w.failures)).toEqual(expect.arrayContaining([...Object.values(PROVIDER_FAILURE_TYPES), ACCOUNT_PAUSED]));
     for (const $ref of JSON.stringify(checkedIn).match(/#\/\$defs\/[A-Za-z]+/g) ?? []) expect(checkedIn.$defs[$ref.split('/').at(-1)!]).toBeDefined();
   });
 
