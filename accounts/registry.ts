@@ -219,12 +219,15 @@ export interface RegisteredAccount {
   account: Account;
 }
 
+/** An entry read and checked by its schema, its references not yet. */
+type ReadEntry = Omit<RegisteredAccount, 'account'> & { account?: undefined };
+
 /**
  * A registry file's entries, each checked by its schema alone (no key or secret read); errors name
  * the account (by id where it has a valid one) and the field. An entry whose JSON is the one
  * `known` has for its id is that known account, taken as it is: not checked again.
  */
-function registryEntries(text: string, source: string, known?: ReadonlyMap<string, RegisteredAccount>): Array<Omit<RegisteredAccount, 'account'> & { account?: Account }> {
+function registryEntries(text: string, source: string, known?: ReadonlyMap<string, RegisteredAccount>): Array<RegisteredAccount | ReadEntry> {
   let json: unknown;
   try {
     json = JSON.parse(text);
@@ -243,14 +246,13 @@ function registryEntries(text: string, source: string, known?: ReadonlyMap<strin
   };
   const say = (path: readonly PropertyKey[], message: string) => issues.push(`${name(path)}: ${message}`);
   const sayIssue = (at: readonly PropertyKey[], issue: z.core.$ZodIssue) => say([...at, ...issue.path], issue.code === 'unrecognized_keys' ? `${issue.message} (${issue.keys.join(', ')})` : issue.message);
-  type Entry = Omit<RegisteredAccount, 'account'> & { account?: Account };
-  const entries: Entry[] = [];
+  const entries: Array<RegisteredAccount | ReadEntry> = [];
   const seen = new Set<string>();
   raw.forEach((r, i) => {
     const text = JSON.stringify(r);
     const id = (r as { id?: unknown } | null)?.id;
     const before = typeof id === 'string' ? known?.get(id) : undefined;
-    let entry: Entry;
+    let entry: RegisteredAccount | ReadEntry;
     if (before?.json === text) entry = before;
     else {
       const parsed = AccountSchema.safeParse(r);
@@ -274,17 +276,20 @@ function registryEntries(text: string, source: string, known?: ReadonlyMap<strin
  */
 export function parseRegistry(text: string, source: string, env: NodeJS.ProcessEnv = process.env, known?: ReadonlyMap<string, RegisteredAccount>): Map<string, RegisteredAccount> {
   const baseDir = dirname(source);
-  const read = readingEachOnce(readText);
+  const readOnce = readingEachOnce(readText);
   const accounts = new Map<string, RegisteredAccount>();
-  for (const { entry, json, account } of registryEntries(text, source, known)) {
-    if (!account) {
-      try {
-        checkReferences(accountFrom(entry, env, baseDir, read));
-      } catch (err) {
-        throw new Error(`invalid account registry ${source}: ${(err as Error).message}`, { cause: err });
-      }
+  for (const read of registryEntries(text, source, known)) {
+    if (read.account) {
+      accounts.set(read.entry.id, read); // the very same object: a reload tells it unchanged by that
+      continue;
     }
-    accounts.set(entry.id, { entry, json, account: account ?? accountFrom(entry, env, baseDir) });
+    const { entry, json } = read;
+    try {
+      checkReferences(accountFrom(entry, env, baseDir, readOnce));
+    } catch (err) {
+      throw new Error(`invalid account registry ${source}: ${(err as Error).message}`, { cause: err });
+    }
+    accounts.set(entry.id, { entry, json, account: accountFrom(entry, env, baseDir) });
   }
   return accounts;
 }
