@@ -90,7 +90,7 @@ export interface Account {
 export interface RegistryChange {
   added: string[];
   removed: string[];
-  /** Accounts whose entry in the file changed (a new key file path, new limits, …); a secret rotated inside its file is not a change here: it is read at its next use anyway. */
+  /** Accounts whose entry in the file changed, its JSON (a new key file path, new limits, even a default written out); a secret rotated inside its file is not a change here: it is read at its next use anyway. */
   changed: string[];
 }
 
@@ -278,12 +278,12 @@ export function parseRegistry(text: string, source: string, env: NodeJS.ProcessE
   const baseDir = dirname(source);
   const readOnce = readingEachOnce(readText);
   const accounts = new Map<string, RegisteredAccount>();
-  for (const read of registryEntries(text, source, known)) {
-    if (read.account) {
-      accounts.set(read.entry.id, read); // the very same object: a reload tells it unchanged by that
+  for (const e of registryEntries(text, source, known)) {
+    if (e.account) {
+      accounts.set(e.entry.id, e); // the very same object: a reload tells it unchanged by that
       continue;
     }
-    const { entry, json } = read;
+    const { entry, json } = e;
     try {
       checkReferences(accountFrom(entry, env, baseDir, readOnce));
     } catch (err) {
