@@ -186,8 +186,13 @@ function checkedSecrets(text: string, where: string): string[] {
 
 type AccountEntry = z.output<typeof AccountSchema>;
 
-/** The account of an entry; its secrets read through `read` (at each use: plain readText). */
-function accountFrom(entry: AccountEntry, env: NodeJS.ProcessEnv, baseDir: string, read: ReadText = readText): Account {
+/** How an account reads its key and secrets: plain readText at each use, or, while a registry read checks them, that read's read-once. */
+interface Reading {
+  read: ReadText;
+}
+
+function accountFrom(entry: AccountEntry, env: NodeJS.ProcessEnv, baseDir: string, via: Reading): Account {
+  const read: ReadText = (path) => via.read(path);
   const at = (field: string) => `account ${entry.id}: ${field}`;
   const endpoints = new Map<string, AccountEndpoint>();
   for (const [name, e] of Object.entries(entry.notify)) {
@@ -276,20 +281,26 @@ function registryEntries(text: string, source: string, known?: ReadonlyMap<strin
  */
 export function parseRegistry(text: string, source: string, env: NodeJS.ProcessEnv = process.env, known?: ReadonlyMap<string, RegisteredAccount>): Map<string, RegisteredAccount> {
   const baseDir = dirname(source);
-  const readOnce = readingEachOnce(readText);
+  // The new accounts read through `via`: this read's read-once while they are checked, plain reads
+  // at each use from then on (a rotated key is used from the next call).
+  const via: Reading = { read: readingEachOnce(readText) };
   const accounts = new Map<string, RegisteredAccount>();
-  for (const e of registryEntries(text, source, known)) {
-    if (e.account) {
-      accounts.set(e.entry.id, e); // the very same object: a reload tells it unchanged by that
-      continue;
+  try {
+    for (const e of registryEntries(text, source, known)) {
+      if (e.account) {
+        accounts.set(e.entry.id, e); // the very same object: a reload tells it unchanged by that
+        continue;
+      }
+      const account = accountFrom(e.entry, env, baseDir, via);
+      try {
+        checkReferences(account);
+      } catch (err) {
+        throw new Error(`invalid account registry ${source}: ${(err as Error).message}`, { cause: err });
+      }
+      accounts.set(e.entry.id, { ...e, account });
     }
-    const { entry, json } = e;
-    try {
-      checkReferences(accountFrom(entry, env, baseDir, readOnce));
-    } catch (err) {
-      throw new Error(`invalid account registry ${source}: ${(err as Error).message}`, { cause: err });
-    }
-    accounts.set(entry.id, { entry, json, account: accountFrom(entry, env, baseDir) });
+  } finally {
+    via.read = readText;
   }
   return accounts;
 }
