@@ -8,13 +8,14 @@
  * The file itself is watched and re-read when it changes: a new account serves at once. A file
  * that stops being valid while running is refused and the last valid registry kept (one error
  * line per change); at start, the error stops the process. Every error names the account and the
- * field, never a secret's value.
+ * field, never a secret's value. A reload checks only the entries that are new or changed: one
+ * account edited among 10,000 costs one entry's checks, not 10,000.
  *
  * With no file, the environment defines one account, `default`, exactly as before accounts:
  * DELIVERY_API_URL, DELIVERY_API_KEY, PROVIDER_RATE_LIMITS, DELIVERY_WEBHOOK_SECRETS,
  * DELIVERY_NOTIFY_ENDPOINTS / _SECRETS.
  */
-import { readFileSync, statSync } from 'node:fs';
+import { type FSWatcher, readFileSync, statSync, watch as watchFolder } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { z } from 'zod';
 import { ACCOUNT_ID, ACCOUNT_ID_RULE, DEFAULT_ACCOUNT } from '../contract/accounts';
@@ -64,15 +65,8 @@ const AccountSchema = z
   })
   .refine((a) => a.allowHttp || isSafeApiUrl(a.baseUrl), { message: 'must be https:// (the API key would travel in clear); http:// only to loopback, or with "allowHttp": true for a sandbox on a private network', path: ['baseUrl'] });
 
-const RegistryFileSchema = z.strictObject({
-  accounts: z.array(AccountSchema).superRefine((accounts, ctx) => {
-    const seen = new Set<string>();
-    accounts.forEach((a, i) => {
-      if (seen.has(a.id)) ctx.addIssue({ code: 'custom', message: `account id "${a.id}" is listed twice`, path: [i, 'id'] });
-      seen.add(a.id);
-    });
-  }),
-});
+/** The file's shape; each entry is checked on its own by AccountSchema (registryEntries), so that a reload skips the unchanged ones. */
+const RegistryFileSchema = z.strictObject({ accounts: z.array(z.unknown()) });
 
 export interface AccountEndpoint {
   name: string;
@@ -96,7 +90,7 @@ export interface Account {
 export interface RegistryChange {
   added: string[];
   removed: string[];
-  /** Accounts whose entry in the file changed (a new key file path, new limits, …); a secret rotated inside its file is not a change here: it is read at its next use anyway. */
+  /** Accounts whose entry in the file changed, its JSON (a new key file path, new limits, even a default written out); a secret rotated inside its file is not a change here: it is read at its next use anyway. */
   changed: string[];
 }
 
@@ -125,7 +119,7 @@ export interface AccountRegistry {
 
 const EnvSchema = z.object({
   DELIVERY_ACCOUNTS_FILE: z.string().min(1).optional(),
-  /** How often the registry file is checked for changes. */
+  /** How often the registry file's stat is checked for changes (the fallback: a watch on its folder checks at once). */
   DELIVERY_ACCOUNTS_RELOAD_MS: z.coerce.number().int().min(50).max(60_000).default(500),
 });
 
@@ -137,8 +131,29 @@ export function accountRegistryFromEnv(env: NodeJS.ProcessEnv = process.env, o: 
   return file ? fileRegistry(resolve(file), env, reloadMs, o.watch ?? true) : environmentRegistry(env);
 }
 
+type ReadText = (path: string) => string;
+const readText: ReadText = (path) => readFileSync(path, 'utf8');
+
+/** `read`, each path read once however often it is asked for: 10,000 accounts sharing one key file read it once per registry read. */
+function readingEachOnce(read: ReadText): ReadText {
+  const seen = new Map<string, { text: string } | { err: unknown }>();
+  return (path) => {
+    let known = seen.get(path);
+    if (!known) {
+      try {
+        known = { text: read(path) };
+      } catch (err) {
+        known = { err };
+      }
+      seen.set(path, known);
+    }
+    if ('err' in known) throw known.err;
+    return known.text;
+  };
+}
+
 /** Reads a secret reference: the file's or variable's text, trimmed; throws naming the account and field. */
-function readSecret(ref: SecretRef, where: string, env: NodeJS.ProcessEnv, baseDir: string): string {
+function readSecret(ref: SecretRef, where: string, env: NodeJS.ProcessEnv, baseDir: string, read: ReadText): string {
   if ('env' in ref) {
     const value = env[ref.env]?.trim();
     if (!value) throw new Error(`${where}: environment variable ${ref.env} is not set`);
@@ -147,7 +162,7 @@ function readSecret(ref: SecretRef, where: string, env: NodeJS.ProcessEnv, baseD
   const path = resolve(baseDir, ref.file);
   let text: string;
   try {
-    text = readFileSync(path, 'utf8').trim();
+    text = read(path).trim();
   } catch (err) {
     throw new Error(`${where}: cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`, { cause: err });
   }
@@ -171,11 +186,17 @@ function checkedSecrets(text: string, where: string): string[] {
 
 type AccountEntry = z.output<typeof AccountSchema>;
 
-function accountFrom(entry: AccountEntry, env: NodeJS.ProcessEnv, baseDir: string): Account {
+/** How an account reads its key and secrets: plain readText at each use, or, while a registry read checks them, that read's read-once. */
+interface Reading {
+  read: ReadText;
+}
+
+function accountFrom(entry: AccountEntry, env: NodeJS.ProcessEnv, baseDir: string, via: Reading): Account {
+  const read: ReadText = (path) => via.read(path);
   const at = (field: string) => `account ${entry.id}: ${field}`;
   const endpoints = new Map<string, AccountEndpoint>();
   for (const [name, e] of Object.entries(entry.notify)) {
-    endpoints.set(name, { name, url: new URL(e.url), secrets: () => checkedSecrets(readSecret(e.secrets, at(`notify.${name}.secrets`), env, baseDir), at(`notify.${name}.secrets`)) });
+    endpoints.set(name, { name, url: new URL(e.url), secrets: () => checkedSecrets(readSecret(e.secrets, at(`notify.${name}.secrets`), env, baseDir, read), at(`notify.${name}.secrets`)) });
   }
   const webhookSecrets = entry.webhookSecrets;
   return {
@@ -183,8 +204,8 @@ function accountFrom(entry: AccountEntry, env: NodeJS.ProcessEnv, baseDir: strin
     baseUrl: entry.baseUrl,
     allowHttp: entry.allowHttp,
     limits: entry.limits,
-    apiKey: () => readSecret(entry.apiKey, at('apiKey'), env, baseDir),
-    webhookSecrets: () => (webhookSecrets ? checkedSecrets(readSecret(webhookSecrets, at('webhookSecrets'), env, baseDir), at('webhookSecrets')) : []),
+    apiKey: () => readSecret(entry.apiKey, at('apiKey'), env, baseDir, read),
+    webhookSecrets: () => (webhookSecrets ? checkedSecrets(readSecret(webhookSecrets, at('webhookSecrets'), env, baseDir, read), at('webhookSecrets')) : []),
     endpoints,
   };
 }
@@ -196,44 +217,90 @@ function checkReferences(account: Account): void {
   for (const e of account.endpoints.values()) e.secrets();
 }
 
-/** A registry file's entries, checked by its schema alone (no key or secret read); errors name the account (by id where it has a valid one) and the field. */
-function registryEntries(text: string, source: string): AccountEntry[] {
+/** An account as read from the registry file; `json` is its entry as written (JSON.stringify of the file's entry), what a reload compares. */
+export interface RegisteredAccount {
+  entry: AccountEntry;
+  json: string;
+  account: Account;
+}
+
+/** An entry read and checked by its schema, its references not yet. */
+type ReadEntry = Omit<RegisteredAccount, 'account'> & { account?: undefined };
+
+/**
+ * A registry file's entries, each checked by its schema alone (no key or secret read); errors name
+ * the account (by id where it has a valid one) and the field. An entry whose JSON is the one
+ * `known` has for its id is that known account, taken as it is: not checked again.
+ */
+function registryEntries(text: string, source: string, known?: ReadonlyMap<string, RegisteredAccount>): Array<RegisteredAccount | ReadEntry> {
   let json: unknown;
   try {
     json = JSON.parse(text);
   } catch (err) {
     throw new Error(`invalid account registry ${source}: not JSON (${(err as Error).message})`, { cause: err });
   }
-  const parsed = RegistryFileSchema.safeParse(json);
-  if (!parsed.success) {
-    const raw = (json as { accounts?: Array<{ id?: unknown }> } | null)?.accounts;
-    const name = (path: readonly PropertyKey[]) => {
-      if (path[0] !== 'accounts' || typeof path[1] !== 'number') return fieldPath(path);
-      const id = Array.isArray(raw) ? raw[path[1]]?.id : undefined;
-      const who = typeof id === 'string' && ACCOUNT_ID.test(id) ? `account ${id}` : `account accounts[${path[1]}]`;
-      return path.length > 2 ? `${who}: ${fieldPath(path.slice(2))}` : who;
-    };
-    const issues = parsed.error.issues.map((i) => {
-      const keys = i.code === 'unrecognized_keys' ? ` (${i.keys.join(', ')})` : '';
-      return `${name(i.path)}: ${i.message}${keys}`;
-    });
-    throw new Error(`invalid account registry ${source}: ${issues.join('; ')}`);
-  }
-  return parsed.data.accounts;
+  const file = RegistryFileSchema.safeParse(json);
+  const given = (json as { accounts?: unknown } | null)?.accounts;
+  const raw: unknown[] = file.success ? file.data.accounts : Array.isArray(given) ? given : [];
+  const issues: string[] = [];
+  const name = (path: readonly PropertyKey[]) => {
+    if (path[0] !== 'accounts' || typeof path[1] !== 'number') return fieldPath(path);
+    const id = (raw[path[1]] as { id?: unknown } | null | undefined)?.id;
+    const who = typeof id === 'string' && ACCOUNT_ID.test(id) ? `account ${id}` : `account accounts[${path[1]}]`;
+    return path.length > 2 ? `${who}: ${fieldPath(path.slice(2))}` : who;
+  };
+  const say = (path: readonly PropertyKey[], message: string) => issues.push(`${name(path)}: ${message}`);
+  const sayIssue = (at: readonly PropertyKey[], issue: z.core.$ZodIssue) => say([...at, ...issue.path], issue.code === 'unrecognized_keys' ? `${issue.message} (${issue.keys.join(', ')})` : issue.message);
+  const entries: Array<RegisteredAccount | ReadEntry> = [];
+  const seen = new Set<string>();
+  raw.forEach((r, i) => {
+    const text = JSON.stringify(r);
+    const id = (r as { id?: unknown } | null)?.id;
+    const before = typeof id === 'string' ? known?.get(id) : undefined;
+    let entry: RegisteredAccount | ReadEntry;
+    if (before?.json === text) entry = before;
+    else {
+      const parsed = AccountSchema.safeParse(r);
+      if (!parsed.success) return void parsed.error.issues.forEach((issue) => sayIssue(['accounts', i], issue));
+      entry = { entry: parsed.data, json: text };
+    }
+    if (seen.has(entry.entry.id)) say(['accounts', i, 'id'], `account id "${entry.entry.id}" is listed twice`);
+    seen.add(entry.entry.id);
+    entries.push(entry);
+  });
+  if (!file.success) file.error.issues.forEach((issue) => sayIssue([], issue));
+  if (issues.length) throw new Error(`invalid account registry ${source}: ${issues.join('; ')}`);
+  return entries;
 }
 
-/** Parses a registry file's text; errors name the account (by id where it has a valid one) and the field. */
-export function parseRegistry(text: string, source: string, env: NodeJS.ProcessEnv = process.env): Map<string, { entry: AccountEntry; account: Account }> {
+/**
+ * Parses a registry file's text; errors name the account (by id where it has a valid one) and the
+ * field. `known`: the last valid registry; its accounts whose entries are unchanged are kept as
+ * they are, not checked again (their keys and secrets are read at each use anyway); the others'
+ * references are checked, each file read once however many accounts name it.
+ */
+export function parseRegistry(text: string, source: string, env: NodeJS.ProcessEnv = process.env, known?: ReadonlyMap<string, RegisteredAccount>): Map<string, RegisteredAccount> {
   const baseDir = dirname(source);
-  const accounts = new Map<string, { entry: AccountEntry; account: Account }>();
-  for (const entry of registryEntries(text, source)) {
-    const account = accountFrom(entry, env, baseDir);
-    try {
-      checkReferences(account);
-    } catch (err) {
-      throw new Error(`invalid account registry ${source}: ${(err as Error).message}`, { cause: err });
+  // The new accounts read through `via`: this read's read-once while they are checked, plain reads
+  // at each use from then on (a rotated key is used from the next call).
+  const via: Reading = { read: readingEachOnce(readText) };
+  const accounts = new Map<string, RegisteredAccount>();
+  try {
+    for (const e of registryEntries(text, source, known)) {
+      if (e.account) {
+        accounts.set(e.entry.id, e); // the very same object: a reload tells it unchanged by that
+        continue;
+      }
+      const account = accountFrom(e.entry, env, baseDir, via);
+      try {
+        checkReferences(account);
+      } catch (err) {
+        throw new Error(`invalid account registry ${source}: ${(err as Error).message}`, { cause: err });
+      }
+      accounts.set(e.entry.id, { ...e, account });
     }
-    accounts.set(entry.id, { entry, account });
+  } finally {
+    via.read = readText;
   }
   return accounts;
 }
@@ -253,40 +320,40 @@ function readRegistryFile(file: string): string {
 export function accountIdsFromEnv(env: NodeJS.ProcessEnv = process.env): string[] {
   const file = env.DELIVERY_ACCOUNTS_FILE;
   if (!file) return [DEFAULT_ACCOUNT];
-  return registryEntries(readRegistryFile(resolve(file)), file).map((a) => a.id);
+  return registryEntries(readRegistryFile(resolve(file)), file).map((a) => a.entry.id);
 }
 
 function fileRegistry(file: string, env: NodeJS.ProcessEnv, reloadMs: number, watch: boolean): AccountRegistry {
-  const read = () => parseRegistry(readRegistryFile(file), file, env);
   const stamp = () => {
     try {
       const st = statSync(file);
       return `${st.ino}:${st.size}:${st.mtimeMs}:${st.ctimeMs}`;
     } catch {
-      return 'missing'; // read() says why
+      return 'missing'; // the read says why
     }
   };
   let seen = stamp();
-  let accounts = read();
+  let accounts = parseRegistry(readRegistryFile(file), file, env);
   const listeners = new Set<(change: RegistryChange | Error) => void>();
   const reload = (): RegistryChange => {
-    const next = read();
-    const same = (a: AccountEntry, b: AccountEntry) => JSON.stringify(a) === JSON.stringify(b);
+    const next = parseRegistry(readRegistryFile(file), file, env, accounts);
     const change: RegistryChange = {
       added: [...next.keys()].filter((id) => !accounts.has(id)),
       removed: [...accounts.keys()].filter((id) => !next.has(id)),
-      changed: [...next.keys()].filter((id) => accounts.has(id) && !same(accounts.get(id)!.entry, next.get(id)!.entry)),
+      // An unchanged entry is the very same object (parseRegistry keeps it).
+      changed: [...next].filter(([id, a]) => accounts.has(id) && accounts.get(id) !== a).map(([id]) => id),
     };
     accounts = next;
     if (change.added.length + change.removed.length + change.changed.length > 0) for (const l of listeners) l(change);
     return change;
   };
-  // Polls the file's stat: it follows a Kubernetes mount's symlink swap, where fs.watch on the
-  // old inode would go quiet. The stat is taken before each read, so a change made during a read
-  // is seen at the next poll. One stat per period, whatever the number of accounts.
-  const poll = () => {
+  // The file's stat, checked every reloadMs: it follows a Kubernetes mount's symlink swap, where
+  // fs.watch on the old inode would go quiet. The stat is taken before each read, so a change made
+  // during a read is seen at the next check. One stat per check, whatever the number of accounts.
+  let closed = false;
+  const check = () => {
     const now = stamp();
-    if (now === seen) return;
+    if (closed || now === seen) return;
     seen = now;
     try {
       reload();
@@ -294,7 +361,30 @@ function fileRegistry(file: string, env: NodeJS.ProcessEnv, reloadMs: number, wa
       for (const l of listeners) l(err as Error);
     }
   };
-  const timer = watch ? setInterval(poll, reloadMs).unref() : undefined;
+  const timer = watch ? setInterval(check, reloadMs).unref() : undefined;
+  // A watch on the file's folder makes the same check at once: the folder sees a symlink swap (its
+  // entries change) and an editor's write-aside-and-rename alike. Any event in the folder only
+  // asks for a check, one per turn of the event loop however many came (a storm of key files
+  // written beside the registry: one stat). A folder that cannot be watched (too many watchers, a
+  // file system without events) or a watcher that fails leaves the stat check alone, silently.
+  let folder: FSWatcher | undefined;
+  let asked = false;
+  const soon = () => {
+    if (asked) return;
+    asked = true;
+    setImmediate(() => {
+      asked = false;
+      check();
+    }).unref();
+  };
+  if (watch) {
+    try {
+      folder = watchFolder(dirname(file), { persistent: false }, soon);
+      folder.on('error', () => folder?.close());
+    } catch {
+      // the stat check alone
+    }
+  }
   return {
     source: file,
     get: (id) => accounts.get(id)?.account,
@@ -312,7 +402,11 @@ function fileRegistry(file: string, env: NodeJS.ProcessEnv, reloadMs: number, wa
       listeners.add(listener);
       return () => void listeners.delete(listener);
     },
-    close: () => clearInterval(timer),
+    close() {
+      closed = true;
+      clearInterval(timer);
+      folder?.close();
+    },
   };
 }
 

@@ -8,6 +8,7 @@ import { Client, type ConnectionOptions } from '@temporalio/client';
 import { connectClient } from '../temporal/client-connection';
 import { collectDefaultMetrics } from 'prom-client';
 import { accountRegistryFromEnv } from '../accounts/registry';
+import { reloadLogLine } from '../accounts/reload-log';
 import { dataConverterFromEnv } from '../temporal/payload-codec';
 import { temporalSettingsFromEnv } from '../temporal/connection';
 import { ProviderClient } from '../provider/client';
@@ -31,10 +32,7 @@ async function main(): Promise<void> {
   if (config.accountsFile) {
     // An invalid registry stops the start here, naming the account and the field.
     const registry = accountRegistryFromEnv();
-    registry.onChange((change) => {
-      if (change instanceof Error) log({ msg: 'account registry change refused, the last valid one is kept', error: change.message });
-      else log({ msg: 'account registry reloaded', added: change.added, removed: change.removed, changed: change.changed });
-    });
+    registry.onChange((change) => log(reloadLogLine(change)));
     accounts = registryAccounts(registry, clientOptions);
     const without = registry.ids().filter((id) => registry.get(id)!.webhookSecrets().length === 0);
     served = `${registry.size} account(s) of ${registry.source} at ${WEBHOOK_PATH}/<account>${without.length ? ` (no webhook secrets, so every webhook refused: ${without.slice(0, 10).join(', ')}${without.length > 10 ? ', …' : ''})` : ''}`;

@@ -11,6 +11,7 @@ import { dataConverterFromEnv } from '../temporal/payload-codec';
 import { temporalSettingsFromEnv } from '../temporal/connection';
 import { createProviderActivities } from '../activities/provider-activities';
 import { accountRegistryFromEnv } from '../accounts/registry';
+import { reloadLogLine } from '../accounts/reload-log';
 import { providerClientsFor } from '../accounts/provider-clients';
 import { providerConfigFromEnv } from '../provider/config';
 import { parseEnv } from '../provider/validation';
@@ -72,10 +73,7 @@ async function main(): Promise<void> {
   // Every courier account this worker serves (DELIVERY_ACCOUNTS_FILE; none: the environment's one
   // account, `default`). An invalid registry stops the start, naming the account and field.
   const accounts = accountRegistryFromEnv();
-  accounts.onChange((change) => {
-    const line = change instanceof Error ? { level: 'ERROR', msg: 'account registry change refused; the last valid registry stays', error: change.message } : { level: 'INFO', msg: 'account registry reloaded', ...change };
-    process.stdout.write(JSON.stringify({ time: new Date().toISOString(), ...line }) + '\n');
-  });
+  accounts.onChange((change) => process.stdout.write(JSON.stringify({ time: new Date().toISOString(), ...reloadLogLine(change) }) + '\n'));
   const clients = providerClientsFor(accounts, {
     timeoutMs: provider.timeoutMs,
     connections: provider.connections,

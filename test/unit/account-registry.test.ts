@@ -1,13 +1,15 @@
-import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import fs, { mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { accountIdsFromEnv, accountRegistryFromEnv, UnknownAccountError, type AccountRegistry, type RegistryChange } from '../../accounts/registry';
+import { LOGGED_IDS, reloadLogLine } from '../../accounts/reload-log';
 import { generateWebhookSecret } from '../../provider/webhook-signature';
 
 let dir: string;
 const open: AccountRegistry[] = [];
 beforeEach(() => (dir = mkdtempSync(join(tmpdir(), 'accounts-'))));
 afterEach(() => {
+  jest.restoreAllMocks();
   open.splice(0).forEach((r) => r.close());
   rmSync(dir, { recursive: true, force: true });
 });
@@ -109,6 +111,79 @@ describe('account registry', () => {
     await until(() => changes.length > 1);
     expect(String(changes[1])).toMatch(/account acme: id: account id "acme" is listed twice/);
     expect(r.ids()).toEqual(['acme', 'b']);
+  });
+
+  it('a reload checks only new and changed entries: an unchanged one is kept as it was, its key read at its next use', () => {
+    write('acme.key', 'key');
+    write('b.key', 'key-b');
+    registryFile([acme()]);
+    const r = load();
+    const before = r.require('acme');
+    // acme's key file goes while its entry stays: adding b is not refused for it (the registry did
+    // not change for acme); acme's calls fail, naming the account and field, until its key is back.
+    rmSync(join(dir, 'acme.key'));
+    registryFile([acme(), { id: 'b', baseUrl: 'https://api.courier.example', apiKey: { file: 'b.key' } }]);
+    expect(r.reload()).toEqual({ added: ['b'], removed: [], changed: [] });
+    expect(r.require('b').apiKey()).toBe('key-b');
+    expect(r.require('acme')).toBe(before);
+    expect(() => r.require('acme').apiKey()).toThrow(/account acme: apiKey: cannot read .*acme\.key \(ENOENT\)/);
+    // A changed entry is checked again, its missing key with it: refused whole, naming the account and field.
+    registryFile([acme({ limits: 'creations=3/60s' }), { id: 'b', baseUrl: 'https://api.courier.example', apiKey: { file: 'b.key' } }]);
+    expect(() => r.reload()).toThrow(/account acme: apiKey: cannot read .*acme\.key \(ENOENT\)/);
+    expect(r.require('acme').limits.creations.limit).toBe(20);
+  });
+
+  it('refuses a reload whose new account has no key file, naming the account and the field; the last valid registry stays', () => {
+    write('acme.key', 'key');
+    registryFile([acme()]);
+    const r = load();
+    registryFile([acme(), { id: 'b', baseUrl: 'https://api.courier.example', apiKey: { file: 'b.key' } }]);
+    expect(() => r.reload()).toThrow(/account b: apiKey: cannot read .*b\.key \(ENOENT\)/);
+    expect(r.ids()).toEqual(['acme']);
+    expect(r.get('b')).toBeUndefined();
+  });
+
+  it('10 → 10,000 accounts sharing one key file: the key read once, and one short log line with counts and a few ids', () => {
+    write('shared.key', 'key-shared');
+    const entry = (id: string) => ({ id, baseUrl: 'https://api.courier.example', apiKey: { file: 'shared.key' }, limits: 'creations=20/6s' });
+    const ids = (n: number) => Array.from({ length: n }, (_, i) => `a-${i + 1}`);
+    registryFile(ids(10).map(entry));
+    const r = load();
+    registryFile(ids(10_000).map(entry));
+    const reads = jest.spyOn(fs, 'readFileSync');
+    const change = r.reload();
+    expect(reads.mock.calls.filter(([path]) => String(path).endsWith('shared.key'))).toHaveLength(1);
+    expect(r.size).toBe(10_000);
+    expect(r.require('a-10000').apiKey()).toBe('key-shared');
+    const line = reloadLogLine(change);
+    expect(line).toEqual({ level: 'INFO', msg: 'account registry reloaded', added: 9_990, removed: 0, changed: 0, added_ids: [...ids(10_000).slice(10, 10 + LOGGED_IDS), `…and ${9_990 - LOGGED_IDS} more`] });
+    expect(JSON.stringify(line).length).toBeLessThan(400);
+    expect(reloadLogLine({ added: [], removed: ['a-1'], changed: ['a-2'] })).toEqual({ level: 'INFO', msg: 'account registry reloaded', added: 0, removed: 1, changed: 1, removed_ids: ['a-1'], changed_ids: ['a-2'] });
+  });
+
+  it('notices a Kubernetes mount swap at once through the folder watch, without waiting for the stat check', async () => {
+    // The mount's layout: accounts.json → ..data/accounts.json, ..data → a timestamped folder;
+    // an update writes a new folder and renames a new ..data link over the old one.
+    const version = (name: string, accounts: unknown[]) => {
+      mkdirSync(join(dir, name));
+      writeFileSync(join(dir, name, 'accounts.json'), JSON.stringify({ accounts }));
+      writeFileSync(join(dir, name, 'acme.key'), 'key');
+      writeFileSync(join(dir, name, 'b.key'), 'key-b');
+    };
+    version('..v1', [acme()]);
+    symlinkSync('..v1', join(dir, '..data'));
+    symlinkSync('..data/accounts.json', join(dir, 'accounts.json'));
+    symlinkSync('..data/acme.key', join(dir, 'acme.key'));
+    symlinkSync('..data/b.key', join(dir, 'b.key'));
+    const r = load({ DELIVERY_ACCOUNTS_RELOAD_MS: '60000' }, true);
+    const changes: Array<RegistryChange | Error> = [];
+    r.onChange((c) => changes.push(c));
+    version('..v2', [acme(), { id: 'b', baseUrl: 'https://api.courier.example', apiKey: { file: 'b.key' } }]);
+    symlinkSync('..v2', join(dir, '..data_tmp'));
+    renameSync(join(dir, '..data_tmp'), join(dir, '..data'));
+    await until(() => changes.length > 0); // 5 s at most, the stat check comes after 60
+    expect(changes).toEqual([{ added: ['b'], removed: [], changed: [] }]);
+    expect(r.require('b').apiKey()).toBe('key-b');
   });
 });
 
