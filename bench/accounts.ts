@@ -1,23 +1,17 @@
-/**
- * `npm run bench -- accounts` (issue #36), on the limits benchmark's machinery and time scale: its own dev server, the
- * simulator with an account per courier account, workers reading the registry file. `run`: BIG_ORDERS in one account, 2
- * in each of SMALL others, started at once, the last one's key replaced at the simulator just before and its key file
- * corrected REVOKED_S after the first refusal. `idle`: one worker, 10 accounts busy, then REGISTERED in its registry.
- */
+/** npm run bench -- accounts (issue #36): docs/benchmarks.md, "Many courier accounts". */
 import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { temporal as proto } from '@temporalio/proto';
 import { tsToMs } from '@temporalio/common/lib/time';
-import { DeliveryClient } from '../client/delivery-client';
 import { gateTaskQueue } from '../contract/task-queues';
 import { keyFingerprint } from '../simulator/auth';
 import type { Simulator } from '../simulator/server';
 import { trailingWindowSeries } from './charts';
 import { leastDrainMs, round } from './limits-figures';
-import { LIMITS, makeOrders, QUIET_MS, SCALE, startWorkers, waitCreated, type Context } from './limits';
-import { benchSettings, cpuMeter, percentile, pool, processMemoryMiB, progressLog, shuffled, sleep, type BenchmarkOutput } from './measure';
-import { benchStack, histories, rateLimitsEnv } from './temporal';
+import { LIMITS, makeOrders, QUIET_MS, SCALE, startOrders, startWorkers, waitCreated, type Context } from './limits';
+import { benchSettings, cpuMeter, percentile, processMemoryMiB, progressLog, shuffled, sleep, type BenchmarkOutput } from './measure';
+import { histories, rateLimitsEnv, withBenchStack } from './temporal';
 
 const { num } = benchSettings('ACCOUNTS');
 const SMALL = num('SMALL', 99);
@@ -51,15 +45,8 @@ function register(e: Env, ids: string[]): void {
   }
 }
 
-async function startAll(e: Env, taskQueue: string, orders: Order[]): Promise<Map<string, number>> {
-  const client = new DeliveryClient({ temporal: e.ctx.temporal, taskQueue });
-  const startedAt = new Map<string, number>();
-  await pool(shuffled(orders), 64, async (o) => {
-    startedAt.set(o.reference, Date.now());
-    await client.startDelivery(o.order, { reference: o.reference, account: o.account, followUp: { quietMs: QUIET_MS } });
-  });
-  return startedAt;
-}
+/** Every account's orders together, shuffled. */
+const startAll = (e: Env, taskQueue: string, orders: Order[]) => startOrders(e.ctx, taskQueue, shuffled(orders), { concurrency: 64, followUp: { quietMs: QUIET_MS } });
 
 /** The highest share of its limit any key used in any rolling window, quotes and creations, from the simulator's request log. */
 function windowUse(sim: Simulator): number {
@@ -144,8 +131,7 @@ async function idlePhase(e: Env) {
 }
 
 export async function accountsBenchmark(): Promise<BenchmarkOutput> {
-  const stack = await benchStack(progress, num('TIME_LIMIT_MIN', 30) * 60_000, { serverArgs: FAIRNESS ? [] : ['--dynamic-config-value', 'matching.enableFairness=false'] });
-  try {
+  return withBenchStack(progress, num('TIME_LIMIT_MIN', 30) * 60_000, { serverArgs: FAIRNESS ? [] : ['--dynamic-config-value', 'matching.enableFairness=false'] }, async (stack) => {
     const { sim, url } = await stack.simulator({ timeScale: SCALE });
     const dir = mkdtempSync(join(tmpdir(), 'bench-accounts-'));
     stack.cleanup.add(() => rmSync(dir, { recursive: true, force: true }));
@@ -154,7 +140,5 @@ export async function accountsBenchmark(): Promise<BenchmarkOutput> {
     const goals = { small_p99_5s: f.small_created_p99_s <= 5, big_drain_1_05: f.big_drain_ratio <= 1.05, windows: f.max_window_use_of_limit <= 1, no_429: f.refused_429 === 0, revoked_60s: f.revoked_created_after_correction_max_s <= 60,
       idle_cpu: f.idle_worker_cpu_cores <= 0.05, rss_64kib: f.rss_growth_kib_per_account <= 64, reload_1s: f.registry_reload_s <= 1, no_idle_timers: f.gates_of_idle_accounts + f.gate_timers_fired_while_idle === 0 };
     return { ...f, goals_not_met: Object.entries(goals).filter(([, ok]) => !ok).map(([g]) => g).join(' ') || 'none' };
-  } finally {
-    await stack.close();
-  }
+  });
 }

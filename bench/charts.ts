@@ -1,7 +1,4 @@
-/**
- * Charts as plain SVG drawn from a benchmark's own samples (no browser, no dependency): lines or
- * grouped bars, axes with round ticks, dashed reference lines (a provider's limit) and a legend.
- */
+/** Charts as plain SVG drawn from a benchmark's own samples (no browser, no dependency): lines or grouped bars. */
 
 export interface Series {
   name: string;
@@ -85,10 +82,7 @@ export function barChart(spec: Axes & { series: readonly string[]; groups: reado
   return out.join('\n') + '\n</svg>\n';
 }
 
-/**
- * What every chart has: background, title, the y axis with its grid, both axes and their labels,
- * and the legend, three entries a row (fewer for long names); the image grows for a third row.
- */
+/** What every chart has: title, y axis and grid, both axes, the legend three a row (fewer for long names; a third row grows it). */
 function frame(spec: Axes, ys: readonly number[], names: readonly string[]): { out: string[]; sy: (y: number) => number } {
   // About 7 px per character at 12 px, plus the colour sample.
   const columns = Math.max(1, Math.min(3, Math.floor(PLOT_W / (32 + 7 * Math.max(0, ...names.map((n) => n.length))))));

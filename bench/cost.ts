@@ -1,12 +1,4 @@
-/**
- * What a delivery costs: N deliveries of each shape (stops per delivery) run end to end through
- * the worker and the bridge (each a process of its own, the simulator advancing statuses and
- * sending signed webhooks), then every history involved is read and its billable actions counted
- * by Temporal Cloud's published categories (docs/benchmarks.md, "Cost", says which rules): each
- * delivery's, the pacing gate's share per order, and the notification activities when the shape
- * notifies an endpoint. Also worker CPU per delivery and bridge CPU per webhook (/proc).
- * Smaller or other runs: COST_BENCH_DELIVERIES (per shape), COST_BENCH_STOPS (e.g. 3,1,30), COST_BENCH_STATUS_SEARCH.
- */
+/** npm run bench -- cost: docs/benchmarks.md, "What a delivery costs"; the counting rules: docs/benchmark-methods.md. */
 import { temporal } from '@temporalio/proto';
 import type { DeliveryResult } from '../contract/delivery-types';
 import { deliveryRank } from '../provider/lifecycle';
@@ -15,7 +7,7 @@ import { deliveryRequest } from '../test/fixtures/orders';
 import { startReceiver } from '../test/helpers/notify-receiver';
 import { barChart } from './charts';
 import { benchSettings, cpuMeter, pool, progressLog, type BenchmarkOutput } from './measure';
-import { benchStack, histories } from './temporal';
+import { histories, withBenchStack } from './temporal';
 
 const settings = benchSettings('COST');
 const DELIVERIES = settings.num('DELIVERIES', 10);
@@ -31,12 +23,7 @@ type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
 
 const progress = progressLog('cost');
 
-/**
- * Billable actions in one history, by Temporal Cloud's rules: a start (client, signal-with-start,
- * continue-as-new, child); each signal received; each activity attempt; the local activities of one
- * workflow task together; each timer (a `condition` with a timeout too); each search-attribute
- * upsert command; each update accepted. Queries are not in histories (the bench makes none).
- */
+/** Billable actions in one history, by Temporal Cloud's rules (docs/benchmark-methods.md, "What a delivery costs"). */
 export function countActions(events: readonly HistoryEvent[], within: (e: HistoryEvent) => boolean = () => true): Actions {
   const a = empty();
   const localTasks = new Set<string>();
@@ -59,10 +46,7 @@ const COUNTED: Partial<Record<number, ActionType>> = {
   [E.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED]: 'update',
 };
 
-/**
- * Changes of the delivery's own status after the creation's (CREATED, set with the creation's
- * upsert) up to the status it ended in, along the provider's lifecycle: 4 for a delivered one.
- */
+/** The delivery's status changes after CREATED (set with the creation's upsert) to its last, along the provider's lifecycle: 4 if delivered. */
 export function deliveryStatusChanges(result: Pick<DeliveryResult, 'status'>): number {
   const rank = result.status === undefined ? undefined : deliveryRank(result.status);
   return Math.max(0, (rank ?? 0) - (deliveryRank('CREATED') ?? 0));
@@ -75,8 +59,7 @@ const empty = () => Object.fromEntries(ACTION_TYPES.map((t) => [t, 0])) as Actio
 
 export async function costBenchmark(): Promise<BenchmarkOutput> {
   if (DELIVERIES < 1 || STOPS.some((s) => !Number.isInteger(s) || s < 1 || s > 100)) throw new Error('COST_BENCH_DELIVERIES must be at least 1 and COST_BENCH_STOPS stops of 1 to 100');
-  const stack = await benchStack(progress, 20 * 60_000);
-  try {
+  return withBenchStack(progress, 20 * 60_000, {}, async (stack) => {
     // The order system's endpoint: takes every notification (the shapes that notify).
     const receiver = await startReceiver();
     stack.cleanup.add(() => receiver.close());
@@ -119,8 +102,7 @@ export async function costBenchmark(): Promise<BenchmarkOutput> {
       const inWindow = (e: HistoryEvent) => within(Number(e.eventTime?.seconds ?? 0) * 1000);
       const gate = scale(countActions(gateEvents, inWindow), 1 / DELIVERIES);
       const perDelivery = scale(own, 1 / DELIVERIES);
-      // The least a delivery needs: its start, one signal per webhook, the quote and the creation,
-      // and one DeliveryStatus upsert per change of its status (open deliveries found by status).
+      // The least a delivery needs (docs/benchmarks.md, "What a delivery costs").
       const least = 1 + webhooks / DELIVERIES + 2 + statusChanges / DELIVERIES;
       const all = total(perDelivery) + total(gate);
       Object.assign(figures, {
@@ -142,7 +124,5 @@ export async function costBenchmark(): Promise<BenchmarkOutput> {
     }
     const chart = barChart({ title: 'Billable actions per delivered delivery, by type', xLabel: 'shape (gate share included)', yLabel: 'actions', series: [...ACTION_TYPES], groups: chartGroups });
     return { figures, charts: { actions: chart } };
-  } finally {
-    await stack.close();
-  }
+  });
 }

@@ -1,16 +1,9 @@
-/**
- * The fleet view's visibility budget (fleet/view.ts): FLEET_BENCH_DELIVERIES open deliveries
- * (default 3,000: more than one list page in one status) spread over the statuses, one poll after
- * another as the fleet process makes them; per poll, the visibility queries made (its own
- * counter) against the waits it asks for, how long a poll takes, and how many polls the oldest in
- * each status takes to be known. The deliveries are `delivery` workflows on a queue no worker
- * polls, started with their DeliveryStatus and a DeliveryStatusSince scattered over the last hour.
- */
+/** npm run bench -- fleet: docs/benchmarks.md, "The fleet view's visibility queries". */
 import { DeliveryStatus, DeliveryStatusSince } from '../contract/search-attributes';
 import { FLEET_STATUSES, FleetView } from '../fleet/view';
 import { parsePrometheusText } from '../test/helpers/prometheus';
 import { benchSettings, pool, progressLog, waitFor, type BenchmarkOutput } from './measure';
-import { benchStack } from './temporal';
+import { withBenchStack } from './temporal';
 
 const settings = benchSettings('FLEET');
 const DELIVERIES = settings.num('DELIVERIES', 3_000);
@@ -21,8 +14,7 @@ const SHARES: Record<string, number> = { ASSIGNED: 0.7, PICKED_UP: 0.2, CREATED:
 const PERIOD_S = 60;
 
 export async function fleetBenchmark(): Promise<BenchmarkOutput> {
-  const stack = await benchStack(progress, 15 * 60_000);
-  try {
+  return withBenchStack(progress, 15 * 60_000, {}, async (stack) => {
     const client = await stack.client();
     const taskQueue = `bench-fleet-${Date.now().toString(36)}`;
     const firstStart = Date.now();
@@ -58,7 +50,5 @@ export async function fleetBenchmark(): Promise<BenchmarkOutput> {
       ...Object.fromEntries(Object.keys(SHARES).map((s) => [`oldest_known_after_polls_${s.toLowerCase()}`, knownAfter[s] ?? -1])),
       oldest_assigned_age_error_s: Math.round(Math.abs(oldestAge - (Date.now() - oldest('ASSIGNED')) / 1000) * 10) / 10,
     };
-  } finally {
-    await stack.close();
-  }
+  });
 }

@@ -1,7 +1,4 @@
-/**
- * The notify benchmark's floor worker (bench/floor-workflows.ts), a process of its own as the
- * delivery worker is. Its activity writes when it ran: `floor: told <key> <epoch ms>`.
- */
+/** The notify benchmark's floor worker (bench/floor-workflows.ts), a process of its own as the delivery worker is. */
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { temporalSettingsFromEnv } from '../temporal/connection';
 import { FLOOR_TASK_QUEUE } from './floor-workflows';

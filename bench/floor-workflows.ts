@@ -1,8 +1,4 @@
-/**
- * The notify benchmark's floor: what Temporal alone costs to pass one change on, with no code of
- * ours. A relay told of a change by signal tells an order workflow by signal (the signal path's
- * Temporal operations) or runs an activity that does nothing (the HTTP path's, without the HTTP).
- */
+/** The notify benchmark's floor, what Temporal alone costs to pass one change on: docs/benchmark-methods.md, "Notifications". */
 import { condition, defineSignal, getExternalWorkflowHandle, proxyActivities, setHandler } from '@temporalio/workflow';
 
 export const FLOOR_TASK_QUEUE = 'bench-floor';

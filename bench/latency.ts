@@ -1,11 +1,7 @@
-/**
- * `npm run bench -- latency`: `startDelivery` → the first `status` query (every 20 ms) showing the
- * delivery CREATED, on a Temporal dev server, then on the cluster of `npm run cluster`, each with its
- * own simulator (limits far above the pace), 2 worker processes and ORDERS orders at RATE a second.
- */
+/** npm run bench -- latency: docs/benchmarks.md, "On the Temporal cluster". */
 import { DeliveryClient } from '../client/delivery-client';
 import { deliveryRequest, destination } from '../test/fixtures/orders';
-import { benchStack, rateLimitsEnv, scaledLimits } from './temporal';
+import { rateLimitsEnv, scaledLimits, withBenchStack } from './temporal';
 import { benchSettings, openLoop, p50p99, progressLog, waitFor } from './measure';
 
 const { num } = benchSettings('LATENCY');
@@ -18,8 +14,7 @@ const progress = progressLog('latency');
 export async function latencyBenchmark(): Promise<Record<string, number | string>> {
   const figures: Record<string, number | string> = { orders: ORDERS, pace_per_s: RATE, scale: SCALE, worker_processes: 2 };
   for (const label of ['dev_server', 'cluster'] as const) {
-    const stack = await benchStack(progress, TIME_LIMIT_MS, { cluster: label === 'cluster' });
-    try {
+    await withBenchStack(progress, TIME_LIMIT_MS, { cluster: label === 'cluster' }, async (stack) => {
       const { url } = await stack.simulator({ timeScale: SCALE });
       const taskQueue = `latency-${label}-${Date.now().toString(36)}`;
       const env = { LOG_LEVEL: 'WARN', DELIVERY_TASK_QUEUE: taskQueue, PROVIDER_RATE_LIMITS: rateLimitsEnv(scaledLimits(SCALE)), PROVIDER_QUOTE_MIN_REMAINING_MS: String(Math.round(60_000 / SCALE)), WORKER_WORKFLOW_BUNDLE: await stack.bundle() };
@@ -33,9 +28,7 @@ export async function latencyBenchmark(): Promise<Record<string, number | string
       });
       Object.assign(figures, p50p99(label, latencies, 0));
       progress(`${label}: ${JSON.stringify(p50p99(label, latencies, 0))} over ${latencies.length} orders`);
-    } finally {
-      await stack.close();
-    }
+    });
   }
   return figures;
 }

@@ -2,10 +2,8 @@
 import type { RateLimit } from '../provider/limits';
 
 /**
- * The least time, from a backlog that starts at 0, until the last creation, with zero latency:
- * each distinct order (one quote per fingerprint) is quoted in the earliest free quote slot, and
- * each order created in the earliest free creation slot once quoted. Under a strict rolling window
- * a slot used at t is free again at t + window; greedy earliest-slot assignment is optimal for identical jobs.
+ * The least time from a backlog at 0 to its last creation, with zero latency: each fingerprint quoted in the earliest free quote
+ * slot, each order created in the earliest free creation slot once quoted (greedy is optimal for identical jobs).
  */
 export function leastDrainMs(orders: readonly { fingerprint: string }[], quotes: RateLimit, creations: RateLimit): number {
   return Math.max(0, ...leastCreationTimes(orders, quotes, creations));
@@ -29,11 +27,7 @@ function takeSlot(slots: number[], from: number, windowMs: number): number {
   return at;
 }
 
-/**
- * Calls per window ÷ the limit, over the windows in which the backlog could have filled the
- * window (at least `limit` waiting at its start). Windows are laid end to end from the first
- * call. Returns NaN when no window qualified.
- */
+/** Calls per window ÷ the limit over the windows (end to end from the first call) that began with ≥ `limit` waiting; NaN for none. */
 export function windowUse(callTimes: readonly number[], backlogAt: (t: number) => number, limit: RateLimit): { ratio: number; windows: number } {
   if (callTimes.length === 0) return { ratio: NaN, windows: 0 };
   const sorted = [...callTimes].sort((a, b) => a - b);

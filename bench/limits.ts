@@ -1,15 +1,4 @@
-/**
- * `npm run bench -- limits`: pacing at the provider's limits, everything real on 127.0.0.1: a
- * Temporal dev server of its own (`--cluster`: the cluster of `npm run cluster`), the simulator
- * with its time scale shrinking the windows, delivery workers as processes. Phases
- * (LIMITS_BENCH_PHASES), each with its own simulator, key and task queue: ORDERS orders started at
- * once through the pacing gate (`gate`), through Temporal's task-queue rate limit set on the
- * server (`task-queue`), straight to the API client retrying 429s with exponential backoff
- * (`naive`), and the gate's backlog of POISON_ORDERS with poison orders started first (`poison`).
- * Not by default: `switch`, the gate's backlog while the workers' deployment switches versions
- * (a second set of workers, build B, made current once a third of the orders are created);
- * `observe`, the gate's backlog with metrics and traces off, then on, alternating (observePhase).
- */
+/** npm run bench -- limits: docs/benchmarks.md, "Pacing at the provider's limits" (phases, `switch`, `observe`). */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import type { Client } from '@temporalio/client';
@@ -17,11 +6,11 @@ import { DeliveryClient } from '../client/delivery-client';
 import { ProviderClient } from '../provider/client';
 import { RateLimitedError, ProviderUnavailableError } from '../provider/errors';
 import { QUOTE_VALIDITY_MS } from '../provider/limits';
-import { benchStack, histories, rateLimitsEnv, scaledLimits } from './temporal';
+import { histories, rateLimitsEnv, scaledLimits, withBenchStack, type BenchStack } from './temporal';
 import type { Simulator } from '../simulator/server';
 import { deliveryRequest, destination } from '../test/fixtures/orders';
 import { taskQueueRatePerSecond } from '../worker/pacing-config';
-import type { DeliveryOrder, DeliveryState } from '../contract/delivery-types';
+import type { DeliveryOrder, DeliveryState, FollowUpSettings } from '../contract/delivery-types';
 import { quoteFingerprint } from '../workflows/quote-fingerprint';
 import { deliveryWorkflowId, gateWorkflowId } from '../contract/workflow-ids';
 import { providerTaskQueues } from '../contract/task-queues';
@@ -69,7 +58,7 @@ export function makeOrders(prefix: string, count: number) {
   return out;
 }
 
-export type Context = { stack: Awaited<ReturnType<typeof benchStack>>; temporal: Client; bundle: string };
+export type Context = { stack: BenchStack; temporal: Client; bundle: string };
 
 export function startWorkers(ctx: Context, o: { taskQueue: string; url: string; key: string; pacing: 'gate' | 'task-queue'; env?: (i: number) => Record<string, string>; name?: string; count?: number }) {
   // Provider-time quantities: the slot margin and the least life a shared quote must have left.
@@ -89,6 +78,17 @@ export async function waitCreated(sim: Simulator, orders: Order[], deadlineMs: n
       if (created.size === wanted.size || Date.now() > deadlineMs) return created;
     }
   });
+}
+
+/** Starts the orders on `taskQueue`, `concurrency` at a time; answers when each was started. */
+export async function startOrders(ctx: Context, taskQueue: string, orders: (Order & { account?: string })[], o: { concurrency: number; followUp: Partial<FollowUpSettings> }) {
+  const client = new DeliveryClient({ temporal: ctx.temporal, taskQueue });
+  const startedAt = new Map<string, number>();
+  await pool(orders, o.concurrency, async (order) => {
+    startedAt.set(order.reference, Date.now());
+    await client.startDelivery(order.order, { reference: order.reference, account: order.account, followUp: o.followUp });
+  });
+  return startedAt;
 }
 
 /** Accepted quote and creation calls and the 429s, from the phase's own simulator's request log. */
@@ -144,11 +144,8 @@ function backlogFigures(phase: string, orders: Order[], startedAt: Map<string, n
   return figures;
 }
 
-/**
- * The backlog through our workers, paced by the gate or the engine's task-queue limit. Poison: the
- * gate's, five poison orders placed first (two Unicode references, a newline one, which is refused
- * before start and so left out, 500 forever, 422); it reports the others' figures.
- */
+/** The backlog through our workers, paced by the gate or the task-queue limit. Poison: the gate's, five poison orders first (two Unicode
+ * references, a newline one, refused before start and so left out, 500 forever, 422); it reports the others' figures. */
 async function backlogPhase(ctx: Context, phase: 'gate' | 'task-queue' | 'poison' | 'switch' | 'observe', observe?: { round: string; env?: (i: number) => Record<string, string> }): Promise<BacklogFigures & Partial<SwitchFigures> & { workerCpuS?: number }> {
   const key = `bench-${phase}${observe?.round ?? ''}`;
   const taskQueue = `limits-${phase}${observe?.round ?? ''}`;
@@ -164,18 +161,13 @@ async function backlogPhase(ctx: Context, phase: 'gate' | 'task-queue' | 'poison
   // Build B's workers poll before the switch, as a rollout requires (npm run rollout checks it).
   if (phase === 'switch') workers.push(...(await startWorkers(ctx, { taskQueue, url, key, pacing: 'gate', env: () => versionEnv('b', 'never'), name: 'worker-b' })));
   let switched: Promise<number> | undefined;
-  const client = new DeliveryClient({ temporal: ctx.temporal, taskQueue });
   const least = leastDrainMs(orders, LIMITS.quotes, LIMITS.creations);
   progress(`${phase}: ${orders.length} orders (${orders.filter((o) => o.order.is_food).length} food, ${new Set(orders.map((o) => o.fingerprint)).size} distinct), least drain ${(least / 1000).toFixed(1)} s`);
-  const startedAt = new Map<string, number>();
   const cpu = cpuMeter(Object.fromEntries(workers.map((w, i) => [i, w.pid])));
   const measured = cpu.begin();
   try {
-    for (const o of poison) await client.startDelivery(o.order, { reference: o.reference, followUp: { quietMs: QUIET_MS } });
-    await pool(orders, 32, async (o) => {
-      startedAt.set(o.reference, Date.now());
-      await client.startDelivery(o.order, { reference: o.reference, followUp: { quietMs: QUIET_MS, jitter: 0.2 } });
-    });
+    await startOrders(ctx, taskQueue, poison, { concurrency: 1, followUp: { quietMs: QUIET_MS } }); // first, one after another
+    const startedAt = await startOrders(ctx, taskQueue, orders, { concurrency: 32, followUp: { quietMs: QUIET_MS, jitter: 0.2 } });
     if (phase === 'switch') switched = switchWhenCreated(ctx, sim, { deploymentName: deployment, buildId: 'b' }, taskQueue, Math.floor(orders.length / 3));
     const createdAt = await waitCreated(sim, orders, Date.now() + 3 * least + 60_000, phase);
     measured();
@@ -187,12 +179,7 @@ async function backlogPhase(ctx: Context, phase: 'gate' | 'task-queue' | 'poison
   }
 }
 
-/**
- * What metrics and traces cost (issue #37: at most 5 % of a worker's CPU): the gate's backlog with
- * both off, then with both on (each worker's runtime Prometheus exporter, scraped every 15 s, and
- * OTLP traces to a local Jaeger), alternating OBSERVE_ROUNDS times; the workers' CPU seconds
- * (/proc) from the first start to the last creation, per delivery created; medians of the rounds.
- */
+/** What metrics and traces cost (issue #37): docs/benchmarks.md, "What metrics and traces cost". */
 async function observePhase(ctx: Context): Promise<Record<string, number | string>> {
   const jaeger = await startJaeger(await ensureJaeger(progress));
   const ports = await Promise.all(Array.from({ length: workerCount() }, () => freePort()));
@@ -298,11 +285,10 @@ async function naivePhase(ctx: Context): Promise<BacklogFigures> {
 }
 
 export async function limitsBenchmark(): Promise<BenchmarkOutput> {
-  const stack = await benchStack(progress, TIME_LIMIT_MS, { cluster: onCluster() });
-  const ctx: Context = { stack, temporal: await stack.client(), bundle: await stack.bundle() };
   const limit = (l: { limit: number; windowMs: number }) => `${l.limit} per ${l.windowMs / 1000} s`;
   const figures: Record<string, number | string> = { worker_processes: workerCount(), scale: SCALE, orders: ORDERS, creations_limit: limit(LIMITS.creations), quotes_limit: limit(LIMITS.quotes) };
-  try {
+  await withBenchStack(progress, TIME_LIMIT_MS, { cluster: onCluster() }, async (stack) => {
+    const ctx: Context = { stack, temporal: await stack.client(), bundle: await stack.bundle() };
     if (PHASES.includes('gate')) Object.assign(figures, prefixed('gate', await backlogPhase(ctx, 'gate')));
     if (PHASES.includes('task-queue')) Object.assign(figures, prefixed('taskqueue', await backlogPhase(ctx, 'task-queue')));
     if (PHASES.includes('naive')) Object.assign(figures, prefixed('naive', await naivePhase(ctx)));
@@ -312,9 +298,7 @@ export async function limitsBenchmark(): Promise<BenchmarkOutput> {
       const others = await backlogPhase(ctx, 'poison');
       Object.assign(figures, { poison_orders: POISON_ORDERS, poison_others_created: others.created, poison_others_drain_ratio: others.drainRatio, poison_refused429: others.refused429 });
     }
-  } finally {
-    await stack.close(); // workers of a phase that failed before its own cleanup too
-  }
+  });
   const least = leastCreationTimes(makeOrders('least', ORDERS), LIMITS.quotes, LIMITS.creations);
   return { figures, charts: samples.length ? limitsCharts(samples, LIMITS, ORDERS, least) : {} };
 }

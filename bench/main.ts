@@ -1,8 +1,5 @@
 // bench/: the benchmarks (npm run bench), their shared measuring helpers and charts.
-/**
- * `npm run bench -- <name> [--cluster]`: runs one benchmark, prints its figures and writes them to
- * bench/results/<name>.json with its charts beside. Every benchmark is bounded in count and time.
- */
+/** `npm run bench -- <name> [--cluster]`: one benchmark, bounded in count and time; its results: docs/benchmarks.md. */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { join } from 'node:path';

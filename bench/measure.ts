@@ -1,19 +1,9 @@
-/**
- * What the benchmarks share to load and measure: settings from the environment, progress lines,
- * percentiles, a closed-loop pool at fixed concurrency, an open loop at fixed arrival times,
- * one-at-a-time calls, and /proc readings of CPU time and memory. The webhooks benchmark and its
- * raw-signal baseline (a process of its own) are driven through the same loops, so both sides are
- * loaded the same way.
- */
+/** What the benchmarks share to load and measure: settings, progress lines, percentiles, the load loops, /proc readings. */
 import { readFileSync } from 'node:fs';
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/**
- * A benchmark's counts and settings from `<PREFIX>_BENCH_<NAME>` (e.g. SCALE_BENCH_DELIVERIES),
- * each a number of at least `least`. bench/main.ts writes every `*_BENCH_*` variable into the
- * result's command, so a run can be repeated as it was.
- */
+/** A benchmark's counts and settings from `<PREFIX>_BENCH_<NAME>` (e.g. SCALE_BENCH_DELIVERIES), each at least `least`. */
 export function benchSettings(prefix: string, least = 0) {
   const num = (name: string, fallback: number): number => {
     const key = `${prefix}_BENCH_${name}`;
@@ -77,11 +67,7 @@ export function shuffled<T>(xs: readonly T[]): T[] {
 /** What a benchmark returns to bench/main.ts: its figures, or its figures and SVG charts drawn from its samples (bench/charts.ts). */
 export type BenchmarkOutput = Record<string, number | string> | { figures: Record<string, number | string>; charts: Record<string, string> };
 
-/**
- * The `p` percentile (a fraction: 0.5, 0.99) by nearest rank: the smallest value with at least
- * p × n values at or below it (sorted[ceil(p × n) − 1]), so p99 of 100 values is the 99th, not the
- * maximum. `sorted` ascending; `digits` decimals.
- */
+/** The `p` percentile (0.5, 0.99) by nearest rank, sorted[ceil(p × n) − 1]: p99 of 100 values is the 99th, not the maximum. */
 export function percentile(sorted: readonly number[], p: number, digits = 2): number {
   if (!(p > 0 && p <= 1)) throw new Error(`a percentile is a fraction in (0, 1], not ${p}`);
   if (sorted.length === 0) return NaN;
@@ -113,10 +99,7 @@ export async function pool<T>(items: T[], concurrency: number, one: (item: T, in
   return items.length / ((performance.now() - started) / 1000);
 }
 
-/**
- * Open loop: item i is sent at started + i/perSecond whatever happened to the ones before, and
- * its latency (ms) counts from that scheduled time, so any queueing (in the sender too) shows.
- */
+/** Open loop: item i is sent at started + i/perSecond whatever came before, its latency counted from then: any queueing shows. */
 export async function openLoop<T>(items: T[], perSecond: number, send: (item: T) => Promise<void>): Promise<number[]> {
   const latencies: number[] = [];
   const inFlight: Promise<void>[] = [];
@@ -187,11 +170,8 @@ export function machineCpuSeconds(): { busy: number; total: number } | undefined
 }
 
 /**
- * CPU seconds (/proc) of each named process over the spans measured, summed, beside the machine's
- * busy and total CPU seconds: what the benchmark's own processes used, and what others did on the
- * shared cores (`otherPct`). A span is `span(run)`, or from `begin()` to the function it returns,
- * which answers each process's CPU as `cpu_pct_<name>` (% of one core over the spans' wall time)
- * and `other_processes_cpu_pct`.
+ * CPU seconds of each named process over the spans measured (`span(run)`, or `begin()` to the function it returns, which
+ * answers `cpu_pct_<name>`, % of one core), beside what other processes used of the shared cores (`otherPct`).
  */
 export function cpuMeter<K extends string>(pids: Record<K, number | undefined>) {
   const names = Object.keys(pids) as K[];

@@ -1,12 +1,4 @@
-/**
- * Notifications (docs/notifications.md), every part real on 127.0.0.1: a dev server with its
- * metrics endpoint, the worker and the bridge as processes; the simulator, an HTTP receiver and an
- * order worker (test fixtures) in this process. Open deliveries told while nothing changes, beside
- * the same followed by `watch`; webhook → order system latency, each path on its own deliveries (an
- * order system is told one way), beside Temporal's floor for the same (bench/floor-workflows.ts);
- * the receiver down (503), then back, without and with the worker SIGKILLed while it sends.
- * Smaller runs: the NOTIFY_BENCH_* below.
- */
+/** npm run bench -- notify (docs/notifications.md): docs/benchmarks.md, "Notifications"; the method: docs/benchmark-methods.md. */
 import { setMaxListeners } from 'node:events';
 import type { Client } from '@temporalio/client';
 import { tsToMs } from '@temporalio/common/lib/time';
@@ -18,16 +10,14 @@ import { startReceiver } from '../test/helpers/notify-receiver';
 import { FLOOR_TASK_QUEUE } from './floor-workflows';
 import { benchSettings, cpuMeter, openLoop, p50p99, pool, prefixed, progressLog, sleep, waitFor, type BenchmarkOutput } from './measure';
 import { notifyCharts } from './run-charts';
-import { benchStack, frontendRequests, UNPACED_WORKER_ENV } from './temporal';
+import { frontendRequests, UNPACED_WORKER_ENV, withBenchStack } from './temporal';
 
 const settings = benchSettings('NOTIFY', 1);
 const DELIVERIES = settings.num('DELIVERIES', 1000);
 const QUIET_SECONDS = settings.num('QUIET_SECONDS', 30);
-/** 20 creations a minute (the provider's limit), each up to 5 + 3 × 100 destinations' status webhooks: about 100 a second at most, retries aside. */
 const WEBHOOK_RATE = settings.num('WEBHOOK_RATE', 100);
 const LATENCY_WEBHOOKS = settings.num('LATENCY_WEBHOOKS', 1000);
 const OUTAGE_DELIVERIES = settings.num('OUTAGE_DELIVERIES', 50);
-/** Real seconds the receiver answers 503, for the issue's 10 minutes: ~20 attempts each with the schedule below (the product's makes 3 in 10 minutes). */
 const OUTAGE_SECONDS = settings.num('OUTAGE_SECONDS', 20);
 const RETRY_SCHEDULE = '200ms,500ms,1s';
 /** A worker killed mid-attempt: the attempt times out (20 s), then Temporal's backoff for timeouts, 5 s × 2^(attempts − 1) up to
@@ -59,10 +49,15 @@ function tally(made: { sequence: number; fate?: string }[], accepted: DeliveryNo
 /** How many latencies, and their p50 and p99 (NaN for none). */
 const latencyFigures = (name: string, ms: number[]) => ({ [`${name}_samples`]: ms.length, ...p50p99(name, ms) });
 
-/**
- * Temporal alone (bench/floor-workflows.ts) at the worst-case rate, the worst-case phases' shape: `relays` relays told twice
- * each, by signal (to an order workflow; its history's time) and by an activity (when it runs, in this process).
- */
+/** What an order workflow has `received`, each with when its signal reached its history (the server's time). */
+async function receivedAt<T>(temporal: Client, workflowId: string): Promise<[T, number][]> {
+  const handle = temporal.workflow.getHandle(workflowId);
+  const received = await handle.query<T[]>('received'); // first: the history read after it holds every signal received
+  const signalled = (await handle.fetchHistory()).events!.filter((e) => e.workflowExecutionSignaledEventAttributes);
+  return received.flatMap((n, j) => (signalled[j] ? [[n, tsToMs(signalled[j].eventTime)] as [T, number]] : []));
+}
+
+/** Temporal alone (bench/floor-workflows.ts) at the worst-case rate and shape: `relays` relays told by signal, then by an activity. */
 async function floorPhases(temporal: Client, start: () => Promise<{ output(): string }>, count: number, relays: number) {
   const [sent, toldAt] = [new Map<string, number>(), new Map<string, number>()];
   const worker = await start();
@@ -79,12 +74,7 @@ async function floorPhases(temporal: Client, start: () => Promise<{ output(): st
       // About a notification's size.
       await temporal.workflow.getHandle(key.split('#')[0]!).signal('changed', { key, type: 'floor', filler: 'x'.repeat(1000) });
     });
-    const arrivals = async (id: string) => {
-      const handle = temporal.workflow.getHandle(`order:${id}`);
-      const [received, history] = await Promise.all([handle.query<{ key: string }[]>('received'), handle.fetchHistory()]);
-      const signalled = history.events!.filter((e) => e.workflowExecutionSignaledEventAttributes);
-      return received.map((c, j) => [c.key, tsToMs(signalled[j]!.eventTime)] as const);
-    };
+    const arrivals = async (id: string) => (await receivedAt<{ key: string }>(temporal, `order:${id}`)).map(([c, t]) => [c.key, t] as const);
     const toldByActivity = (key: string) => {
       for (const [, k, t] of worker.output().matchAll(/^floor: told (\S+) (\d+)$/gm)) toldAt.set(k!, Number(t));
       return toldAt.has(key);
@@ -101,9 +91,8 @@ async function floorPhases(temporal: Client, start: () => Promise<{ output(): st
 
 export async function notifyBenchmark(): Promise<BenchmarkOutput> {
   const metricsUrl = new URL(`http://127.0.0.1:${await freePort()}/metrics`);
-  const stack = await benchStack(progress, 40 * 60_000, { serverArgs: ['--metrics-port', metricsUrl.port] });
-  const { server, cleanup } = stack;
-  try {
+  return withBenchStack(progress, 40 * 60_000, { serverArgs: ['--metrics-port', metricsUrl.port] }, async (stack) => {
+    const { server, cleanup } = stack;
     // The order system's endpoint; `down` makes it answer 503. Arrival times by `<deliveryId>:<status>`, first arrival only.
     const receiver = await startReceiver();
     cleanup.add(() => receiver.close());
@@ -171,9 +160,8 @@ export async function notifyBenchmark(): Promise<BenchmarkOutput> {
     stop.abort();
     await watching;
 
-    // Part 2: the simulator's status change (advance() sends the webhook) → the order system, open loop, each path on its own
-    // deliveries at the worst-case rate, then at a low one. The signal path ends when the order workflow's history has the signal
-    // (WorkflowExecutionSignaled, the server's time; its handler runs in the next workflow task), the HTTP path at the receiver.
+    // Part 2: the simulator's status change (advance() sends the webhook) → the order system, open loop, at the worst-case rate,
+    // then at a low one; where each path's latency ends: docs/benchmark-methods.md, "Notifications".
     const orderOf = new Map(refs.flatMap((r, i) => (bySignal(i) ? [[ids[i]!, `order:${r}`] as const] : [])));
     const told = async (key: string): Promise<boolean> => {
       const [id, status] = key.split(':') as [string, string];
@@ -207,13 +195,10 @@ export async function notifyBenchmark(): Promise<BenchmarkOutput> {
     const latency = { worst: { http: [] as [number, number][], signal: [] as [number, number][] }, low: { http: [] as [number, number][], signal: [] as [number, number][] } };
     for (const [k, { t0, phase }] of changed) if (arrived.has(k)) latency[phase].http.push([t0, arrived.get(k)! - t0]);
     await pool(refs.filter((_, i) => bySignal(i)), 16, async (reference) => {
-      const handle = temporal.workflow.getHandle(`order:${reference}`);
-      const received = await handle.query<DeliveryNotification[]>('received');
-      const signalled = (await handle.fetchHistory()).events!.filter((e) => e.workflowExecutionSignaledEventAttributes);
-      received.forEach((n, j) => {
+      for (const [n, t] of await receivedAt<DeliveryNotification>(temporal, `order:${reference}`)) {
         const change = n.type === 'delivery.status_changed' ? changed.get(`${n.deliveryId}:${n.change.status}`) : undefined;
-        if (change && signalled[j]) latency[change.phase].signal.push([change.t0, tsToMs(signalled[j]!.eventTime) - change.t0]);
-      });
+        if (change) latency[change.phase].signal.push([change.t0, t - change.t0]);
+      }
     });
     progress(`Temporal's floor: the same changes through relays with no code of ours, by signal, then by an activity...`);
     const startFloor = () => stack.processes.start({ name: 'floor', entry: 'bench/floor-worker.ts', ready: /^floor: ready/m, env: stack.env(simUrl), isolated: true, logFile: true }).then((p) => (cleanup.add(() => p.removeLog()), p));
@@ -273,7 +258,5 @@ export async function notifyBenchmark(): Promise<BenchmarkOutput> {
       receiver_unverified: receiver.unverified,
     };
     return { figures, charts: notifyCharts({ latency, rates: [WEBHOOK_RATE, LOW_RATE], cpu: { title: `${DELIVERIES} open deliveries, nothing changing: CPU over ${QUIET_SECONDS} s`, told: quiet, watched } }) };
-  } finally {
-    await stack.close();
-  }
+  });
 }

@@ -1,8 +1,4 @@
-/**
- * The webhooks benchmark's raw-signal baseline: as a process of its own (no event loop shared with
- * the load generator), one Temporal client sends the `statusChanged` signals the bridge would send
- * with `getHandle(id).signal()`, answering each JSON command on stdin with a JSON line on stdout.
- */
+/** The webhooks benchmark's raw-signal baseline, a process of its own (no event loop shared with the load generator); JSON lines in and out. */
 import { createInterface } from 'node:readline';
 import { Client, type ConnectionOptions } from '@temporalio/client';
 import { connectClient } from '../temporal/client-connection';

@@ -1,11 +1,5 @@
-/**
- * What a refused webhook tells about the accounts a bridge serves (docs/accounts.md, "Webhooks"):
- * the time from request to 401 for a bad signature to a served account (its secrets read from a
- * file, one secret, then two during a rotation) against any webhook to an account it does not
- * serve (the decoy secret). Neither path calls Temporal or the courier; the bridge runs in this
- * process, the requests go one at a time over one keep-alive connection, interleaved, so load on
- * the machine touches both alike. The answers themselves are identical (test/temporal/bridge-accounts.test.ts).
- */
+/** npm run bench -- refusals (docs/accounts.md, "Webhooks"): docs/benchmarks.md, "Refused webhooks per account". Interleaved over one
+ * connection, so load on the machine touches both paths alike; that the answers are identical: test/temporal/bridge-accounts.test.ts. */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

@@ -28,10 +28,8 @@ type Cpu = Record<'cpu_pct_worker' | 'cpu_pct_temporal' | 'cpu_pct_bench_process
 /** Samples of each path: [when the change was sent (epoch ms), its latency (ms)]. */
 type Paths = { signal: readonly (readonly [number, number])[]; http: readonly (readonly [number, number])[] };
 
-/**
- * Webhook → order system: at the worst-case rate each change's latency by when it was sent (a queue shows as a ramp), at the low
- * rate p50 / p90 / p99 by path; and CPU of each process with deliveries told beside followed by `watch`.
- */
+/** Webhook → order system: at the worst-case rate by when each change was sent (a queue shows as a ramp), at the low p50 / p90 / p99;
+ * CPU of each process, deliveries told beside followed by `watch`. */
 export function notifyCharts(o: { latency: { worst: Paths; low: Paths }; rates: [number, number]; cpu: { title: string; told: Cpu; watched: Cpu } }): Record<string, string> {
   const paths = [['signal', 'signal (in the order workflow\'s history)'], ['http', 'HTTP (at the receiver)']] as const;
   const first = Math.min(...paths.flatMap(([k]) => o.latency.worst[k].map((x) => x[0])));

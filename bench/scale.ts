@@ -1,12 +1,5 @@
-/**
- * `npm run bench -- scale`: many open deliveries followed by ONE worker process (issue #7), on
- * 127.0.0.1: its own dev server, the simulator in this process (limits raised, no webhooks),
- * encrypted payloads, the worker as production runs it (bundling its own workflows), its memory
- * read from /proc every second. 1. startDelivery against raw `workflow.start` in alternating
- * chunks, no worker; 2. the first worker creates and follows them all, then settles; 3. signal →
- * `status` query latency on random and on just-touched deliveries; 4. stale signals until handled;
- * 5. the same with a fresh, warmed worker of each further configuration. SCALE_BENCH_* below.
- */
+/** npm run bench -- scale (issue #7): docs/benchmarks.md, "Many open deliveries". The worker runs as production runs it (bundling its
+ * own workflows). Its steps: 1 to 4 below, then 3 and 4 again with a fresh, warmed worker of each further configuration. */
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { ServiceError, type Client, type WorkflowHandle } from '@temporalio/client';
@@ -35,8 +28,7 @@ const HIT_SAMPLES = Math.min(DELIVERIES, num('HIT_SAMPLES', 50));
 const SIGNALS = num('SIGNALS', Math.min(DELIVERIES, 300));
 const TIME_LIMIT_MS = num('TIME_LIMIT_MIN', 40) * 60_000;
 
-// SCALE_BENCH_WORKERS: `;` between workers, each `cache=N[,heap=MiB][,tasks=N]`: WORKER_MAX_CACHED_WORKFLOWS, --max-old-space-size
-// (absent: Node's default) and WORKER_MAX_CONCURRENT_WORKFLOW_TASKS (40; with the SDK's 10 creation runs at about 6 a second).
+// SCALE_BENCH_WORKERS (docs/configuration.md): heap absent is Node's default; tasks 40, as with the SDK's 10 creation runs at about 6 a second.
 const WorkerConfigSchema = z.strictObject({ cache: z.coerce.number().int().min(0), heap: z.coerce.number().int().min(1).optional(), tasks: z.coerce.number().int().min(1).default(40) });
 type WorkerConfig = z.infer<typeof WorkerConfigSchema>;
 const WORKERS = (process.env.SCALE_BENCH_WORKERS ?? 'cache=500,heap=512;cache=100,heap=384;cache=1500,heap=896').split(';').map((text) => {

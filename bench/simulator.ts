@@ -1,8 +1,4 @@
-/**
- * Simulator throughput: creations and key checks per second through the real API client, CALLERS
- * at a time, SIMULATOR_BENCH_CALLS (5,000) of each. The rate limits are raised for this run only
- * (the figure is about the server, not about the provider's limits).
- */
+/** npm run bench -- simulator: docs/benchmarks.md, "Simulator"; limits raised: the figure is about the server, not the provider's limits. */
 import { ProviderClient } from '../provider/client';
 import { createSimulator } from '../simulator/server';
 import { deliveryRequest } from '../test/fixtures/orders';

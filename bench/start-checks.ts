@@ -1,9 +1,5 @@
-/**
- * What the workflow's start check costs (issue #18), 5-destination input, no server: the local
- * activity's check in the worker's thread; its argument through the payload codec and back; and
- * the alternative, the check in workflow code, where each instance evaluates the schemas afresh
- * (and on replay): esbuild's bundle of contract/schemas.ts in a fresh `vm` context, per instance.
- */
+/** npm run bench -- start-checks (issue #18): docs/benchmarks.md, "The workflow's start check". In workflow code each instance
+ * would evaluate the schemas afresh (and on replay): esbuild's bundle of contract/schemas.ts in a fresh `vm` context, per instance. */
 import vm from 'node:vm';
 import { build } from 'esbuild';
 import { defaultPayloadConverter } from '@temporalio/common';

@@ -1,9 +1,4 @@
-/**
- * The Temporal a benchmark runs on, with a watchdog that kills it and ends the run at the time
- * limit: a dev server of its own on 127.0.0.1 with one partition per task queue, or (`--cluster`)
- * the cluster of `npm run cluster`, PostgreSQL and six service processes on free ports; and
- * benchStack(), what every benchmark of the whole stack sets up around it and undoes at its end.
- */
+/** The Temporal a benchmark runs on (a dev server of its own, or `--cluster`), under a watchdog, and what it sets up around it. */
 import type { ChildProcess } from 'node:child_process';
 import { chmodSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -59,7 +54,6 @@ export function killDescendants(): number[] {
 /** The Temporal a run is on: a dev server (`process`) or a cluster, with its server processes for CPU. */
 export type BenchTemporal = { address: string; namespace: string; stop(): Promise<void>; pids(): number[]; process?: ChildProcess; postgresDataDir?: string };
 
-/** `extraArgs` go to `temporal server start-dev` as they are, e.g. `--metrics-port 9090` (bench/notify.ts reads its request counters). */
 async function startBenchServer(progress: (line: string) => void, cli: string, extraArgs: string[]): Promise<BenchTemporal> {
   progress('starting a Temporal dev server (one partition per task queue)...');
   const server = await startDevServer({ cli, namespace: 'default', extraArgs });
@@ -83,12 +77,14 @@ async function startBenchCluster(progress: (line: string) => void, cli: string):
   return { address: cluster.address, namespace: cluster.namespace, stop, pids, postgresDataDir: cluster.postgres.dataDir };
 }
 
+type StackOptions = { cluster?: boolean; serverArgs?: string[]; group?: ProcessGroupOptions };
+export type BenchStack = Awaited<ReturnType<typeof benchStack>>;
+
 /**
- * Temporal under a watchdog (`cluster`: the cluster of `npm run cluster`, else a dev server told `serverArgs` besides) and
- * what a benchmark adds around it, each undone by close(), last first: the process group of its workers and bridges (their
- * logs in files, removed), simulators in this process, client connections, the workflow bundle built once for every worker.
+ * Temporal under a watchdog (`cluster`: the cluster of `npm run cluster`, else a dev server told `serverArgs` besides) and what
+ * a benchmark adds around it (processes, simulators, clients, the workflow bundle), each undone by close(), last first.
  */
-export async function benchStack(progress: (line: string) => void, timeLimitMs: number, o: { cluster?: boolean; serverArgs?: string[]; group?: ProcessGroupOptions } = {}) {
+export async function benchStack(progress: (line: string) => void, timeLimitMs: number, o: StackOptions = {}) {
   const cleanup = new Cleanup();
   const timer = watchdog(progress, timeLimitMs);
   const cli = await ensureTemporalCli(progress);
@@ -102,10 +98,7 @@ export async function benchStack(progress: (line: string) => void, timeLimitMs: 
   const buildId = defaultBuildId();
   /** What every worker and bridge of the run is told: this Temporal, the provider at `apiUrl`, the run's build. */
   const env = (apiUrl: string, apiKey = 'sandbox-key') => ({ TEMPORAL_ADDRESS: server.address, TEMPORAL_NAMESPACE: server.namespace, DELIVERY_API_URL: apiUrl, DELIVERY_API_KEY: apiKey, WORKER_BUILD_ID: buildId });
-  /**
-   * A worker or a bridge as a process of its own, told `extra` besides; its log goes to a file (a bridge logs a line per
-   * webhook). `inherit`: it also reads this process's settings (a run's WORKER_* from the command line), else none of them.
-   */
+  /** A worker or a bridge as a process, its log in a file (a bridge logs a line per webhook); `inherit`: it reads this process's WORKER_* too. */
   const startProcess = async (kind: 'worker' | 'bridge', apiUrl: string, extra: NodeJS.ProcessEnv, o: { name?: string; inherit?: boolean } = {}) => {
     const p = await processes.start({ name: o.name ?? kind, ...ENTRY[kind], isolated: !o.inherit, logFile: true, env: { ...env(apiUrl), ...extra } });
     cleanup.add(() => p.removeLog());
@@ -142,10 +135,7 @@ export async function benchStack(progress: (line: string) => void, timeLimitMs: 
       sim?.setWebhookEndpoint({ url, secret });
       return { process, url, secret };
     },
-    /**
-     * A simulator (limits far above any run's unless `simulatorOptions` say), one worker on `taskQueue` told `workerEnv`
-     * besides (`env`, to start another), a bridge `sim` sends its webhooks to (`webhooks: false`: not yet), this process's client.
-     */
+    /** A simulator (ROOMY_LIMITS unless told), a worker (`env`, to start another), a bridge its webhooks go to, unless `webhooks: false`. */
     async deliveryStack(taskQueue: string, workerEnv: NodeJS.ProcessEnv, simulatorOptions: SimulatorOptions = {}, o = { webhooks: true }) {
       const { sim, url } = await this.simulator({ rateLimits: ROOMY_LIMITS, ...simulatorOptions });
       const env = { DELIVERY_TASK_QUEUE: taskQueue, WORKER_WORKFLOW_BUNDLE: await this.bundle(), LOG_LEVEL: 'WARN', ...workerEnv };
@@ -156,6 +146,16 @@ export async function benchStack(progress: (line: string) => void, timeLimitMs: 
     },
     close: () => cleanup.run(progress),
   };
+}
+
+/** `run` on a benchStack, closed after it however it ends (the workers of a phase that failed too). */
+export async function withBenchStack<T>(progress: (line: string) => void, timeLimitMs: number, o: StackOptions, run: (stack: BenchStack) => Promise<T>) {
+  const stack = await benchStack(progress, timeLimitMs, o);
+  try {
+    return await run(stack);
+  } finally {
+    await stack.close();
+  }
 }
 
 /** PROVIDER_RATE_LIMITS for these limits, windows in ms. */

@@ -1,11 +1,4 @@
-/**
- * The webhook bridge against raw signals (bench/raw-signals.ts), each part a process of its own on
- * 127.0.0.1 beside a Temporal dev server, the worker and this process (load generator, simulator):
- * throughput in alternating rounds with each process's CPU per event, acknowledgement latency at
- * half the bridge's rate and one at a time, propagation advance() → `status` query, reconciliation
- * with every webhook dropped. Smaller runs: WEBHOOKS_BENCH_DELIVERIES, _EVENTS, _CONCURRENCY,
- * _ROUNDS, _LATENCY_SECONDS, _SERIAL, _RECONCILE.
- */
+/** npm run bench -- webhooks: docs/benchmarks.md, "Webhooks"; why the figures are so: docs/benchmark-methods.md. */
 import type { Client } from '@temporalio/client';
 import { Agent, request } from 'undici';
 import { DeliveryClient } from '../client/delivery-client';
@@ -17,7 +10,7 @@ import { deliveryRequest } from '../test/fixtures/orders';
 import { benchSettings, cpuMeter, median, openLoop, p50p99, pool, progressLog, serial, waitFor, type BenchmarkOutput } from './measure';
 import { startRawSignals, type RawTarget } from './raw-signals';
 import { webhooksCharts } from './run-charts';
-import { benchStack, UNPACED_WORKER_ENV } from './temporal';
+import { UNPACED_WORKER_ENV, withBenchStack } from './temporal';
 
 const settings = benchSettings('WEBHOOKS', 1);
 const DELIVERIES = settings.num('DELIVERIES', 100);
@@ -34,8 +27,7 @@ type Part = 'temporal' | 'worker' | 'bridge' | 'raw_script' | 'bench';
 const progress = progressLog('webhooks');
 
 export async function webhooksBenchmark(): Promise<BenchmarkOutput> {
-  const stack = await benchStack(progress, 15 * 60_000);
-  try {
+  return withBenchStack(progress, 15 * 60_000, {}, async (stack) => {
     progress('bundling the workflows once, then starting the worker, the bridge and the raw-signal script...');
     // Creation pace is not what this benchmark measures. This process's own client starts the deliveries, queries them; idle while load runs.
     const { sim, url, worker, bridge, temporal, deliveries } = await stack.deliveryStack(TASK_QUEUE, UNPACED_WORKER_ENV, {}, { webhooks: false });
@@ -127,9 +119,7 @@ export async function webhooksBenchmark(): Promise<BenchmarkOutput> {
       reconciliation_max_over_interval: Number((reconciliationMs / RECONCILE_QUIET_MS).toFixed(3)),
     };
     return { figures, charts: webhooksCharts(Object.values(sets).map(([label, latencies]) => ({ label, latencies }))) };
-  } finally {
-    await stack.close();
-  }
+  });
 }
 
 /** Starts a delivery and waits until it follows its delivery at the provider. */
