@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { temporal as proto } from '@temporalio/proto';
 import { tsToMs } from '@temporalio/common/lib/time';
 import { gateTaskQueue } from '../contract/task-queues';
+import { deliveryWorkflowId } from '../contract/workflow-ids';
 import { keyFingerprint } from '../simulator/auth';
 import type { Simulator } from '../simulator/server';
 import { trailingWindowSeries } from './charts';
@@ -82,7 +83,11 @@ async function runPhase(e: Env) {
   const correctedAt = await corrected;
   await Promise.all(workers.map((w) => w.stop()));
   const waits = (os: Order[], from: (o: Order) => number) => os.map((o) => (createdAt.get(o.reference) ?? Infinity) - from(o)).sort((a, b) => a - b);
-  const small = waits(orders.filter((o) => o.account !== 'big' && o.account !== revoked), (o) => startedAt.get(o.reference)!);
+  const smallOrders = orders.filter((o) => o.account !== 'big' && o.account !== revoked);
+  const small = waits(smallOrders, (o) => startedAt.get(o.reference)!);
+  // Where a small order's wait is: from its delivery's start until a worker took its first workflow task (server time).
+  const firstTask = (h: Awaited<ReturnType<typeof histories>>) => tsToMs(h.find((ev) => ev.workflowTaskStartedEventAttributes)!.eventTime) - tsToMs(h[0]!.eventTime);
+  const firstTasks = (await Promise.all(smallOrders.map(async (o) => firstTask(await histories(e.ctx.temporal, deliveryWorkflowId(o.reference, o.account)))))).sort((a, b) => a - b);
   const starts = [...startedAt.values()];
   const bigStart = Math.min(...big.map((o) => startedAt.get(o.reference)!));
   const bigDrain = waits(big, () => bigStart).at(-1)!;
@@ -91,6 +96,7 @@ async function runPhase(e: Env) {
     // The stack's own latency under the machine's load: the first creation of any account after the first start.
     first_created_s: round((Math.min(...createdAt.values()) - Math.min(...starts)) / 1000, 2),
     small_orders_measured: small.length, small_created_p50_s: round(percentile(small, 0.5) / 1000, 2), small_created_p99_s: round(percentile(small, 0.99) / 1000, 2),
+    small_first_task_wait_p50_s: round(percentile(firstTasks, 0.5) / 1000, 2), small_first_task_wait_p99_s: round(percentile(firstTasks, 0.99) / 1000, 2),
     big_least_drain_s: round(least / 1000, 1), big_drain_s: round(bigDrain / 1000, 1), big_drain_ratio: round(bigDrain / least),
     max_window_use_of_limit: round(windowUse(e.sim)), refused_429: e.sim.requestLog().filter((c) => c.status === 429).length, revoked_refused_401: refused().length,
     revoked_created_after_correction_max_s: round(waits(orders.filter((o) => o.account === revoked), () => correctedAt).at(-1)! / 1000, 1),
