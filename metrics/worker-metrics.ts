@@ -91,13 +91,15 @@ export class WorkerMetrics implements NotificationObserver {
       registers,
       collect() {
         const t = now();
-        const by = new Map(series.map((x) => [x.join('\n'), 0]));
+        // Target kind → endpoint → pending count; every series of `series` reported, at 0 when none.
+        const by = new Map(NOTIFICATION_TARGETS.map((target) => [target, new Map<string, number>()]));
+        for (const [target, endpoint] of series) by.get(target)!.set(endpoint, 0);
         for (const [k, p] of pending) {
-          const key = `${p.target}\n${p.endpoint}`;
+          const endpoints = by.get(p.target)!;
           if (p.until < t) pending.delete(k);
-          else by.set(key, (by.get(key) ?? 0) + 1);
+          else endpoints.set(p.endpoint, (endpoints.get(p.endpoint) ?? 0) + 1);
         }
-        for (const [key, n] of by) this.labels(account, ...(key.split('\n') as [string, string])).set(n);
+        for (const [target, endpoints] of by) for (const [endpoint, n] of endpoints) this.labels(account, target, endpoint).set(n);
       },
     });
     this.started = new Counter({ name: 'delivery_deliveries_started_total', help: 'Deliveries started (their first run read the worker settings; a continued run is not counted again).', labelNames: ['account'], registers });
