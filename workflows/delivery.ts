@@ -274,11 +274,13 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
     // the delivery's id so that a cancellation can reach it.
     setPhase('creating');
     const record = created ?? (await create());
-    takeRecord(record);
-    search.set({ key: DeliveryId, value: record.id });
-    if (state.quote) search.set({ key: QuotedPrice, value: state.quote.price.amount });
-    tracker.applyInProviderOrder(pending.splice(0), now());
-    statusChanged();
+    search.change(() => {
+      takeRecord(record);
+      search.set({ key: DeliveryId, value: record.id });
+      if (state.quote) search.set({ key: QuotedPrice, value: state.quote.price.amount });
+      tracker.applyInProviderOrder(pending.splice(0), now());
+      statusChanged();
+    });
     setPhase('following');
     return await follow();
   }
