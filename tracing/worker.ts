@@ -1,7 +1,8 @@
 /**
  * What a traced worker adds to its Worker options: the activity interceptors (a RunActivity span
  * per attempt, child of the scheduling workflow's span; trace_id on activity log lines) and, for
- * workers that run workflows, the sink through which the workflow sandbox hands its spans out.
+ * workers that run workflows, the sink through which the workflow sandbox hands its spans out (the
+ * SDK's exporter sink: workflows/trace-spans.ts sends the spans in the shape it reads).
  */
 import { makeWorkflowExporter, OpenTelemetryActivityInboundInterceptor, OpenTelemetryActivityOutboundInterceptor } from '@temporalio/interceptors-opentelemetry/lib/worker';
 import type { WorkerOptions } from '@temporalio/worker';
@@ -9,15 +10,6 @@ import type { Tracing } from './install';
 
 /** The workflow interceptor module a traced worker's bundle must include. */
 export const WORKFLOW_TRACING_MODULE = require.resolve('../workflows/tracing-interceptors');
-
-/**
- * Modules a traced bundle evaluates once per worker thread instead of once per workflow run (the
- * SDK's `preloadModules`; the reused V8 context otherwise gives each run its own module state).
- * Only stateless ones: OpenTelemetry's semantic conventions (thousands of constants, no
- * dependency). `@opentelemetry/api` holds a tracer provider per run, so it and every module
- * importing it stay per run.
- */
-export const WORKFLOW_TRACING_PRELOAD = [require.resolve('../workflows/tracing-preload')];
 
 export function tracedWorkerOptions(tracing: Tracing | undefined, runsWorkflows: boolean): Pick<WorkerOptions, 'interceptors' | 'sinks'> {
   if (!tracing) return {};
@@ -32,5 +24,5 @@ export function tracedWorkerOptions(tracing: Tracing | undefined, runsWorkflows:
  * their class's declaration, which no other bundled module has (a file name could be in a comment).
  */
 export function bundleIsTraced(code: string): boolean {
-  return code.includes('class DeliveryTraceInbound');
+  return code.includes('class WorkflowSpansInbound');
 }

@@ -28,7 +28,7 @@ import type { DeploymentVersion } from '../temporal/worker-deployment';
 import { SIGNAL_ENDPOINT, type WorkerMetrics } from '../metrics/worker-metrics';
 import type { NotifierSinks } from '../workflows/notifier';
 import type { Tracing } from '../tracing/install';
-import { bundleIsTraced, tracedWorkerOptions, WORKFLOW_TRACING_MODULE, WORKFLOW_TRACING_PRELOAD } from '../tracing/worker';
+import { bundleIsTraced, tracedWorkerOptions, WORKFLOW_TRACING_MODULE } from '../tracing/worker';
 import { readFileSync } from 'node:fs';
 import type { AccountRegistry } from '../accounts/registry';
 
@@ -220,7 +220,6 @@ export function bundleWorkflows(workflowsPath = require.resolve('../workflows'),
   return bundleWorkflowCode({
     workflowsPath,
     workflowInterceptorModules: o.tracing ? [WORKFLOW_TRACING_MODULE] : [],
-    preloadModules: o.tracing ? WORKFLOW_TRACING_PRELOAD : [],
     // Workflow failures (and the activity failures they carry as causes) are encoded too, so the
     // payload codec encrypts their messages; harmless without a codec.
     failureConverterPath: FAILURE_CONVERTER_PATH,

@@ -1,104 +1,123 @@
 /**
  * The workflow interceptors of a traced worker (bundled only when the worker exports traces:
- * bundleWorkflows in worker/worker.ts). The SDK's OpenTelemetry interceptors make the spans
- * (RunWorkflow, StartActivity, HandleSignal, ...) and put trace_id/span_id on workflow log lines;
- * one change of ours: a signal into a delivery from another trace (the bridge's webhook, the
- * gate's batched answers) is handled in the delivery's own trace, linked to the sender's, so one
- * delivery stays one trace.
+ * bundleWorkflows in worker/worker.ts), in place of the SDK's OpenTelemetry ones, whose modules and
+ * tracer provider each workflow run evaluated again (workflows/trace-spans.ts says how these make
+ * spans instead). The same spans and headers as the SDK's: RunWorkflow, HandleSignal,
+ * StartActivity, SignalWorkflow, ContinueAsNew, each the child of the active span, its context put
+ * into the command's `_tracer-data` header; trace_id/span_id on workflow log lines. One change: a
+ * signal from another trace (the bridge's webhook, the gate's batched answers) is handled in the
+ * run's own trace, linked to the sender's, so one delivery stays one trace.
+ *
+ * Each method returns `next`'s own promise, with no await or yield around a command: a traced
+ * worker's commands are an untraced one's, and each replays the other's histories
+ * (test/temporal/replay.test.ts replays the baseline both ways).
  */
-import * as otel from '@opentelemetry/api';
-import { OpenTelemetryInboundInterceptor, OpenTelemetryInternalsInterceptor, OpenTelemetryOutboundInterceptor } from '@temporalio/interceptors-opentelemetry/lib/workflow';
-import { extractContextFromHeaders, headersWithContext } from '@temporalio/interceptors-opentelemetry/lib/instrumentation';
-import { workflowInfo, type ActivateInput, type ActivityInput, type ConcludeActivationInput, type LocalActivityInput, type Next, type SignalInput, type WorkflowInternalsInterceptor, type WorkflowOutboundCallsInterceptor, type WorkflowExecuteInput, type WorkflowInboundCallsInterceptor, type WorkflowInterceptors } from '@temporalio/workflow';
+import {
+  ContinueAsNew,
+  proxySinks,
+  workflowInfo,
+  type ActivityInput,
+  type ConcludeActivationInput,
+  type ContinueAsNewInput,
+  type LocalActivityInput,
+  type Next,
+  type SignalInput,
+  type SignalWorkflowInput,
+  type WorkflowExecuteInput,
+  type WorkflowInboundCallsInterceptor,
+  type WorkflowInterceptors,
+  type WorkflowInternalsInterceptor,
+  type WorkflowOutboundCallsInterceptor,
+} from '@temporalio/workflow';
+import type { OpenTelemetrySinks } from '@temporalio/interceptors-opentelemetry/lib/workflow/definitions';
+import { activeSpan, contextOfHeaders, endWith, logAttributesOf, runSpan, setRunSpan, startSpan, startTracing, takeFinished, withTraceHeader, within } from './trace-spans';
 
-class DeliveryTraceInbound extends OpenTelemetryInboundInterceptor {
-  private run: otel.Context | undefined;
+const isContinueAsNew = (err: unknown) => err instanceof ContinueAsNew;
 
-  override async execute(input: WorkflowExecuteInput, next: Next<WorkflowInboundCallsInterceptor, 'execute'>): Promise<unknown> {
-    return super.execute(input, (i) => {
-      this.run = otel.context.active(); // the RunWorkflow span's context
-      return next(i);
-    });
+export class WorkflowSpansInbound implements WorkflowInboundCallsInterceptor {
+  execute(input: WorkflowExecuteInput, next: Next<WorkflowInboundCallsInterceptor, 'execute'>): Promise<unknown> {
+    const span = startSpan(`RunWorkflow:${workflowInfo().workflowType}`, contextOfHeaders(input.headers));
+    setRunSpan(span.context);
+    return endWith(span, within(span.context, () => next(input)), isContinueAsNew);
   }
 
-  override async handleSignal(input: SignalInput, next: Next<WorkflowInboundCallsInterceptor, 'handleSignal'>): Promise<void> {
-    const sender = otel.trace.getSpanContext(extractContextFromHeaders(input.headers) ?? otel.ROOT_CONTEXT);
-    const own = this.run && otel.trace.getSpanContext(this.run);
-    if (!this.run || !own || !sender || sender.traceId === own.traceId) return super.handleSignal(input, next);
-    return this.tracer.startActiveSpan(`HandleSignal:${input.signalName}`, { links: [{ context: sender }] }, this.run, async (span) => {
-      try {
-        return await next(input);
-      } finally {
-        span.end();
-      }
-    });
+  handleSignal(input: SignalInput, next: Next<WorkflowInboundCallsInterceptor, 'handleSignal'>): Promise<void> {
+    const sender = contextOfHeaders(input.headers);
+    const run = runSpan();
+    const elsewhere = sender && run && sender.traceId !== run.traceId;
+    const links = elsewhere ? [{ context: { traceId: sender.traceId, spanId: sender.spanId, traceFlags: sender.traceFlags, isRemote: true } }] : [];
+    const span = startSpan(`HandleSignal:${input.signalName}`, elsewhere ? run : (sender ?? run), { links });
+    return endWith(span, within(span.context, () => next(input)));
   }
 }
 
-/**
- * The pacing gate upgrades in place and replays histories recorded by workers with tracing off (or
- * on): the SDK's interceptors yield to the event loop around each command, which moves the gate's
- * patch markers against its commands, so a traced worker could not replay an untraced gate's
- * history (test/temporal/replay.test.ts replays the baseline both ways). The gate gets only this:
- * the active context (a delivery's, from inTraceOf) put into its activities' headers, at once, so
- * their spans join the delivery's trace and its commands are those of an untraced gate.
- */
-class GateContextOutbound implements WorkflowOutboundCallsInterceptor {
-  constructor() {
-    // The SDK's interceptors register its tracer provider, context manager and W3C propagator in
-    // the sandbox when first made; without them inTraceOf would find no context to run in.
-    void new OpenTelemetryOutboundInterceptor();
-  }
+/** A command in a span of its own (StartActivity:…), whose context its header carries. */
+function inSpan<I extends { headers: ActivityInput['headers'] }, R>(name: string, input: I, next: (input: I) => Promise<R>, benign?: (err: unknown) => boolean): Promise<R> {
+  const span = startSpan(name, activeSpan());
+  return endWith(span, next({ ...input, headers: withTraceHeader(input.headers, span.context) }), benign);
+}
 
+export class WorkflowSpansOutbound implements WorkflowOutboundCallsInterceptor {
   scheduleActivity(input: ActivityInput, next: Next<WorkflowOutboundCallsInterceptor, 'scheduleActivity'>) {
-    return next({ ...input, headers: headersWithContext(input.headers) });
+    return inSpan(`StartActivity:${input.activityType}`, input, next);
   }
 
   scheduleLocalActivity(input: LocalActivityInput, next: Next<WorkflowOutboundCallsInterceptor, 'scheduleLocalActivity'>) {
-    return next({ ...input, headers: headersWithContext(input.headers) });
+    return inSpan(`StartActivity:${input.activityType}`, input, next);
+  }
+
+  signalWorkflow(input: SignalWorkflowInput, next: Next<WorkflowOutboundCallsInterceptor, 'signalWorkflow'>) {
+    return inSpan(`SignalWorkflow:${input.signalName}`, input, next);
+  }
+
+  continueAsNew(input: ContinueAsNewInput, next: Next<WorkflowOutboundCallsInterceptor, 'continueAsNew'>) {
+    return inSpan(`ContinueAsNew:${input.options.workflowType}`, input, next, isContinueAsNew);
+  }
+
+  getLogAttributes(input: Record<string, unknown>, next: Next<WorkflowOutboundCallsInterceptor, 'getLogAttributes'>) {
+    const span = activeSpan();
+    return next(span ? { ...logAttributesOf(span), ...input } : input);
   }
 }
 
-/** The part of the SDK's workflow context manager this needs: its AsyncLocalStorage (a field the SDK does not export). */
-type RunStorage = { run<R>(store: otel.Context, fn: () => R): R; disable(): void };
+/**
+ * The pacing gate: no spans of its own (one run serves many deliveries), only the active span (a
+ * delivery's GateWait, from inTraceOf in workflows/trace-context.ts) put into the headers of the
+ * activities it schedules, so their spans join that delivery's trace.
+ */
+export class GateContextOutbound implements WorkflowOutboundCallsInterceptor {
+  scheduleActivity(input: ActivityInput, next: Next<WorkflowOutboundCallsInterceptor, 'scheduleActivity'>) {
+    return next({ ...input, headers: withTraceHeader(input.headers, activeSpan()) });
+  }
+
+  scheduleLocalActivity(input: LocalActivityInput, next: Next<WorkflowOutboundCallsInterceptor, 'scheduleLocalActivity'>) {
+    return next({ ...input, headers: withTraceHeader(input.headers, activeSpan()) });
+  }
+
+  getLogAttributes(input: Record<string, unknown>, next: Next<WorkflowOutboundCallsInterceptor, 'getLogAttributes'>) {
+    const span = activeSpan();
+    return next(span ? { ...logAttributesOf(span), ...input } : input);
+  }
+}
 
 /**
- * Each workflow run's context lives in an AsyncLocalStorage of its own (the SDK's workflow context
- * manager), and Node copies every enabled storage into every promise its worker thread makes: with
- * N traced workflows cached, each promise of any of them paid N copies, a cost growing with the
- * open deliveries (docs/benchmarks.md, "What metrics and traces cost"). A run's storage is enabled
- * only while its own activation runs. Its pending promises keep the context they were made in and
- * find it again when a later activation resumes them; nothing about commands changes.
+ * The spans an activation finished leave in one sink call as it concludes. Sink calls are not made
+ * on replay: a replayed activation's spans were sent when it first ran.
  */
-export class OwnActivationContext implements WorkflowInternalsInterceptor {
-  private storage: RunStorage | undefined;
-
-  constructor() {
-    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- private in the API, checked below: no storage, nothing done
-    const manager = (otel.context as any)._getContextManager?.() as { storage?: Partial<RunStorage> } | undefined;
-    const storage = manager?.storage;
-    if (typeof storage?.run === 'function' && typeof storage.disable === 'function') this.storage = storage as RunStorage;
-  }
-
-  activate(input: ActivateInput, next: Next<WorkflowInternalsInterceptor, 'activate'>): void {
-    // The root context, as the context manager's own default: run() enables the storage, and it stays enabled for the microtasks that follow.
-    return this.storage ? this.storage.run(otel.ROOT_CONTEXT, () => next(input)) : next(input);
-  }
+export class SpansOut implements WorkflowInternalsInterceptor {
+  private readonly sinks = proxySinks<OpenTelemetrySinks>();
 
   concludeActivation(input: ConcludeActivationInput, next: Next<WorkflowInternalsInterceptor, 'concludeActivation'>) {
-    this.storage?.disable();
+    const spans = takeFinished();
+    if (spans.length > 0 && !workflowInfo().unsafe.isReplaying) this.sinks.exporter.export(spans);
     return next(input);
   }
 }
 
 export const interceptors = (): WorkflowInterceptors => {
-  const type = workflowInfo().workflowType;
-  // The SDK's interceptors first: made, they register the run's context manager that OwnActivationContext finds.
-  if (type === 'pacingGate') {
-    const outbound = [new GateContextOutbound()];
-    return { outbound, internals: [new OpenTelemetryInternalsInterceptor(), new OwnActivationContext()] };
-  }
-  const inbound = [type === 'delivery' ? new DeliveryTraceInbound() : new OpenTelemetryInboundInterceptor()];
-  const outbound = [new OpenTelemetryOutboundInterceptor()];
-  return { inbound, outbound, internals: [new OpenTelemetryInternalsInterceptor(), new OwnActivationContext()] };
+  const { workflowType, runId } = workflowInfo();
+  startTracing(runId);
+  const internals = [new SpansOut()];
+  if (workflowType === 'pacingGate') return { outbound: [new GateContextOutbound()], internals };
+  return { inbound: [new WorkflowSpansInbound()], outbound: [new WorkflowSpansOutbound()], internals };
 };
