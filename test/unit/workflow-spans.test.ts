@@ -12,9 +12,9 @@ import { InMemorySpanExporter, NodeTracerProvider, SimpleSpanProcessor, type Rea
 import { extractContextFromHeaders, headersWithContext, TRACE_HEADER as SDK_TRACE_HEADER } from '@temporalio/interceptors-opentelemetry/lib/instrumentation';
 import { makeWorkflowExporter } from '@temporalio/interceptors-opentelemetry/lib/worker';
 import type { ActivityInput } from '@temporalio/workflow';
-import { activeSpan, contextOfHeaders, setRunSpan, startSpan, startTracing, takeFinished, TRACE_HEADER, withTraceHeader } from '../../workflows/trace-spans';
+import { activeSpan, contextOfHeaders, setRunSpan, startSpan, startTracing, takeFinished, TRACE_HEADER, withTraceHeader, within } from '../../workflows/trace-spans';
 import { inTraceOf } from '../../workflows/trace-context';
-import { WorkflowSpansInbound, WorkflowSpansOutbound } from '../../workflows/tracing-interceptors';
+import { GateContextOutbound, WorkflowSpansInbound, WorkflowSpansOutbound } from '../../workflows/tracing-interceptors';
 
 const memory = new InMemorySpanExporter();
 const provider = new NodeTracerProvider({ spanProcessors: [new SimpleSpanProcessor(memory)] });
@@ -145,6 +145,18 @@ it('runs the gate’s call for an order in that order’s trace: a GateWait span
   expect(wait!.spanContext().traceId).toBe(ask.spanContext().traceId);
   expect(startActivity!.parentSpanId).toBe(wait!.spanContext().spanId);
   expect(otel.trace.getSpanContext(extractContextFromHeaders(headers)!)?.spanId).toBe(startActivity!.spanContext().spanId);
+});
+
+it('puts the active span’s ids on workflow log lines beside the workflow id, as the SDK’s interceptor did', () => {
+  const outbound = new WorkflowSpansOutbound();
+  const line = { workflowId: 'delivery:T-1' };
+  const run = startSpan('RunWorkflow:delivery', undefined);
+  setRunSpan(run.context);
+  expect(outbound.getLogAttributes(line, (a) => a)).toEqual({ trace_id: run.context.traceId, span_id: run.context.spanId, trace_flags: '01', workflowId: 'delivery:T-1' });
+  const wait = startSpan('GateWait:quotes', run.context);
+  expect(within(wait.context, () => new GateContextOutbound().getLogAttributes(line, (a) => a))).toMatchObject({ span_id: wait.context.spanId });
+  startTracing(RUN_ID); // the gate's run: no span of its own, so a line outside an order's wait has none
+  expect(new GateContextOutbound().getLogAttributes(line, (a) => a)).toEqual(line);
 });
 
 it('makes nothing when the ask carries no trace, or when tracing is off (an untraced bundle)', async () => {
