@@ -14,7 +14,7 @@
  * yields or draws from the workflow's random numbers: a traced run's commands are an untraced one's.
  * Off until `startTracing`: the workflow interceptors call it, and only a traced bundle has them.
  */
-import type { Link, SpanStatus } from '@opentelemetry/api';
+import type { Attributes, Link, SpanStatus } from '@opentelemetry/api';
 import type { SerializableSpan, SerializableSpanContext } from '@temporalio/interceptors-opentelemetry/lib/workflow/definitions';
 import { ApplicationFailure, defaultPayloadConverter, type Headers } from '@temporalio/workflow';
 
@@ -31,6 +31,7 @@ export interface OpenSpan {
   readonly parentSpanId?: string;
   readonly startedAt: number;
   readonly links: Link[];
+  readonly attributes: Attributes;
   readonly scope: string;
 }
 
@@ -71,14 +72,14 @@ export function within<T>(context: SpanContext, fn: () => T): T {
 }
 
 /** A span, child of `parent` (a new trace without one); `startedAt` in epoch ms, workflow time by default. */
-export function startSpan(name: string, parent: SpanContext | undefined, o: { scope?: string; links?: Link[]; startedAt?: number } = {}): OpenSpan {
+export function startSpan(name: string, parent: SpanContext | undefined, o: { scope?: string; links?: Link[]; attributes?: Attributes; startedAt?: number } = {}): OpenSpan {
   const context: SpanContext = {
     traceId: parent?.traceId ?? newId() + newId(),
     spanId: newId(),
     traceFlags: parent?.traceFlags ?? 1, // sampled, unless the parent was not (parent-based, as OpenTelemetry's default)
     ...(parent?.traceState && { traceState: parent.traceState }),
   };
-  return { name, context, parentSpanId: parent?.spanId, startedAt: o.startedAt ?? Date.now(), links: o.links ?? [], scope: o.scope ?? INTERCEPTOR_SCOPE };
+  return { name, context, parentSpanId: parent?.spanId, startedAt: o.startedAt ?? Date.now(), links: o.links ?? [], attributes: o.attributes ?? {}, scope: o.scope ?? INTERCEPTOR_SCOPE };
 }
 
 /** Ends `span` when `p` settles (failed with `err` unless `benign(err)`), and returns `p` itself: no extra step before its caller's. */
@@ -107,7 +108,7 @@ function endSpan(span: OpenSpan, status: SpanStatus): void {
     startTime: hrTime(span.startedAt),
     endTime: hrTime(end),
     status,
-    attributes: {},
+    attributes: span.attributes,
     links: span.links,
     events: [],
     duration: hrTime(end - span.startedAt),
@@ -163,9 +164,10 @@ export function parseTraceparent(traceparent: string): SpanContext | undefined {
 
 export const traceparentOf = (c: SpanContext): string => `00-${c.traceId}-${c.spanId}-${(c.traceFlags & 0xff).toString(16).padStart(2, '0')}`;
 
-/** Log attributes of the active span, as the SDK's workflow interceptor added them. */
-export function logAttributesOf(context: SpanContext): Record<string, string> {
-  return { trace_id: context.traceId, span_id: context.spanId, trace_flags: `0${context.traceFlags.toString(16)}` };
+/** A log line's attributes with the active span's ids, as the SDK's workflow interceptor added them. */
+export function withSpanIds(input: Record<string, unknown>): Record<string, unknown> {
+  const span = activeSpan();
+  return span ? { trace_id: span.traceId, span_id: span.spanId, trace_flags: `0${span.traceFlags.toString(16)}`, ...input } : input;
 }
 
 /** A 64-bit id (16 hex digits): this run's n-th, mixed from its seeds (lowbias32: a bijection, so no two of a run's first 2³² collide). */

@@ -3,10 +3,12 @@
  * bundleWorkflows in worker/worker.ts), in place of the SDK's OpenTelemetry ones, whose modules and
  * tracer provider each workflow run evaluated again (workflows/trace-spans.ts says how these make
  * spans instead). The same spans and headers as the SDK's: RunWorkflow, HandleSignal,
- * StartActivity, SignalWorkflow, ContinueAsNew, each the child of the active span, its context put
- * into the command's `_tracer-data` header; trace_id/span_id on workflow log lines. One change: a
- * signal from another trace (the bridge's webhook, the gate's batched answers) is handled in the
- * run's own trace, linked to the sender's, so one delivery stays one trace.
+ * HandleUpdate, StartActivity, SignalWorkflow, ContinueAsNew, each the child of the active span (or
+ * of the sender's), its context put into the command's `_tracer-data` header; trace_id/span_id on
+ * workflow log lines. Not traced: queries and update validators, which run live only (a run's span
+ * ids count its spans: a replay must make the same ones). One change: a signal from another trace
+ * (the bridge's webhook, the gate's batched answers) is handled in the run's own trace, linked to
+ * the sender's, so one delivery stays one trace.
  *
  * Each method returns `next`'s own promise, with no await or yield around a command: a traced
  * worker's commands are an untraced one's, and each replays the other's histories
@@ -23,6 +25,7 @@ import {
   type Next,
   type SignalInput,
   type SignalWorkflowInput,
+  type UpdateInput,
   type WorkflowExecuteInput,
   type WorkflowInboundCallsInterceptor,
   type WorkflowInterceptors,
@@ -30,7 +33,7 @@ import {
   type WorkflowOutboundCallsInterceptor,
 } from '@temporalio/workflow';
 import type { OpenTelemetrySinks } from '@temporalio/interceptors-opentelemetry/lib/workflow/definitions';
-import { activeSpan, contextOfHeaders, endWith, logAttributesOf, runSpan, setRunSpan, startSpan, startTracing, takeFinished, withTraceHeader, within } from './trace-spans';
+import { activeSpan, contextOfHeaders, endWith, runSpan, setRunSpan, startSpan, startTracing, takeFinished, withSpanIds, withTraceHeader, within } from './trace-spans';
 
 const isContinueAsNew = (err: unknown) => err instanceof ContinueAsNew;
 
@@ -47,6 +50,11 @@ export class WorkflowSpansInbound implements WorkflowInboundCallsInterceptor {
     const elsewhere = sender && run && sender.traceId !== run.traceId;
     const links = elsewhere ? [{ context: { traceId: sender.traceId, spanId: sender.spanId, traceFlags: sender.traceFlags, isRemote: true } }] : [];
     const span = startSpan(`HandleSignal:${input.signalName}`, elsewhere ? run : (sender ?? run), { links });
+    return endWith(span, within(span.context, () => next(input)));
+  }
+
+  handleUpdate(input: UpdateInput, next: Next<WorkflowInboundCallsInterceptor, 'handleUpdate'>): Promise<unknown> {
+    const span = startSpan(`HandleUpdate:${input.name}`, contextOfHeaders(input.headers) ?? runSpan(), { attributes: { temporalUpdateId: input.updateId } });
     return endWith(span, within(span.context, () => next(input)));
   }
 }
@@ -75,8 +83,7 @@ export class WorkflowSpansOutbound implements WorkflowOutboundCallsInterceptor {
   }
 
   getLogAttributes(input: Record<string, unknown>, next: Next<WorkflowOutboundCallsInterceptor, 'getLogAttributes'>) {
-    const span = activeSpan();
-    return next(span ? { ...logAttributesOf(span), ...input } : input);
+    return next(withSpanIds(input));
   }
 }
 
@@ -95,8 +102,7 @@ export class GateContextOutbound implements WorkflowOutboundCallsInterceptor {
   }
 
   getLogAttributes(input: Record<string, unknown>, next: Next<WorkflowOutboundCallsInterceptor, 'getLogAttributes'>) {
-    const span = activeSpan();
-    return next(span ? { ...logAttributesOf(span), ...input } : input);
+    return next(withSpanIds(input));
   }
 }
 

@@ -125,6 +125,16 @@ it('handles a signal from another trace in the run’s own, linked to the sender
   expect(JsonTraceSerializer.serializeRequest([fromBridge!, fromOwn!])).toBeDefined(); // links encode too
 });
 
+it('handles an update as the SDK did: a child of the caller’s span, with the update’s id', async () => {
+  const run = startSpan('RunWorkflow:delivery', undefined);
+  setRunSpan(run.context);
+  const caller = sent('StartWorkflowUpdate:approveQuote');
+  expect(await new WorkflowSpansInbound().handleUpdate({ updateId: 'u-1', name: 'approveQuote', args: [], headers: caller.headers }, async () => 'approved')).toBe('approved');
+  await settled();
+  const [update] = exported();
+  expect(update).toMatchObject({ name: 'HandleUpdate:approveQuote', parentSpanId: caller.context.spanId, attributes: expect.objectContaining({ temporalUpdateId: 'u-1' }) });
+});
+
 it('runs the gate’s call for an order in that order’s trace: a GateWait span from its ask, the call’s activity its child', async () => {
   const ask = tracer.startSpan('RunActivity:askGate');
   const traceparent = `00-${ask.spanContext().traceId}-${ask.spanContext().spanId}-01`;
