@@ -2,6 +2,8 @@
  * Recorded workflow histories for the replay test (test/temporal/replay.test.ts). Before the first
  * release there is one folder, `baseline`, recorded again (old one deleted) whenever workflow code
  * changes: `RECORD_HISTORIES=baseline npx jest test/temporal/delivery-workflow test/temporal/replay-under-load test/temporal/gate-survival test/temporal/notifications`.
+ * Keep the `a-signal-and-a-cancellation-*` files: histories caught once under load (a query made the
+ * worker handle a signal apart from the job after it), which no test can make at will.
  * From the first release on, generations are kept (docs/deploying.md, "Versioning").
  */
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
