@@ -219,9 +219,10 @@ function mostInAnyWindow(sim: Simulator, path: string, windowMs: number): number
   return most;
 }
 
-it('creates the rest of a backlog at the usual pace while one order always gets a 500, and cancels that order', async () => {
+it('creates the rest of a backlog while one order always gets a 500, never held back by it, and cancels that order', async () => {
   const sim = createSimulator({ apiKeys: [KEY], timeScale: SCALE });
-  const { client } = await setUp(sim, 5_000);
+  const { client, taskQueue } = await setUp(sim, 5_000);
+  const gate = temporal.workflow.getHandle(gateWorkflowId(taskQueue));
   const stamp = Date.now().toString(36);
   const poison = `P500-${stamp}`;
   const refused = `P422-${stamp}`;
@@ -234,10 +235,9 @@ it('creates the rest of a backlog at the usual pace while one order always gets 
     const t0 = Date.now();
     await Promise.all(references.map((reference, i) => client.startDelivery(order(600 + i), { reference, followUp: { quietMs: 3_600_000 } })));
     await eventually('the 40 other orders to be created', () => (oneDeliveryPerReference(sim, references).missing.length === 0 ? true : undefined), 60_000);
-    const last = Math.max(...sim.deliveries().filter((d) => references.includes(d.delivery.reference_number ?? '')).map((d) => Date.parse(d.delivery.created_at)));
-    // 40 creations at 20 a window need one window after the first 20 (1 s here); a few more seconds for quotes and the start.
-    console.log(`40 orders created ${last - t0} ms after their start, next to a poison order`);
-    expect(last - t0).toBeLessThan(15_000);
+    const createdAt = sim.deliveries().filter((d) => references.includes(d.delivery.reference_number ?? '')).map((d) => Date.parse(d.delivery.created_at));
+    // The pace itself is a benchmark figure (`npm run bench -- limits`, phase poison: the others' drain ÷ their least time).
+    console.log(`40 orders created ${Math.max(...createdAt) - t0} ms after their start, next to a poison order`);
     expect(sim.requestLog().filter((e) => e.status === 429)).toEqual([]);
 
     // The 422 ends with the provider's reason; the 500 keeps trying, in a growing backoff, until cancelled.
@@ -246,8 +246,12 @@ it('creates the rest of a backlog at the usual pace while one order always gets 
     });
     const refusedState = (await temporal.workflow.getHandle(deliveryWorkflowId(refused)).query('status')) as DeliveryState;
     expect(refusedState.deliveryId).toBeUndefined();
-    const attempts = () => sim.requestLog().filter((e) => e.method === 'POST' && e.path === '/v1/deliveries' && e.status === 500).length;
+    const poisonTries = () => sim.requestLog().filter((e) => e.method === 'POST' && e.path === '/v1/deliveries' && e.status === 500).map((e) => Date.parse(e.time));
+    const attempts = () => poisonTries().length;
     await eventually('the poison order to have been tried twice', () => (attempts() >= 2 ? true : undefined), 30_000);
+    // Not held: the others' creations went out while the poison order waited for its second try (a queue it held would retry it first).
+    expect(Math.min(...createdAt)).toBeLessThan(poisonTries().sort((a, b) => a - b)[1]!);
+    expect(await gate.query(gateStatusQuery)).toMatchObject({ outage: false });
     const final = await client.cancelDelivery(poison);
     expect(final.cancellation?.outcome).toBe('before_creation');
     expect(final.deliveryId).toBeUndefined();
