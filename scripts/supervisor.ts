@@ -68,6 +68,8 @@ export interface PartStatus {
   pid?: number;
   /** How many times it was started again. */
   restarts: number;
+  /** How long it was gone before its last start again (its end to its readiness), in ms. */
+  backAfterMs?: number;
 }
 
 interface Watched {
@@ -81,6 +83,7 @@ interface Watched {
   quick: number;
   /** When its last run ended: "back after" counts from there. */
   downSince: number;
+  backAfterMs?: number;
 }
 
 const seconds = (ms: number) => `${Number.isInteger(ms / 1000) ? ms / 1000 : (ms / 1000).toFixed(1)} s`;
@@ -121,7 +124,7 @@ export class Supervisor {
 
   status(name: string): PartStatus | undefined {
     const w = this.parts.get(name);
-    return w && { name, state: w.state, pid: w.state === 'running' ? w.run?.pid : undefined, restarts: w.restarts };
+    return w && { name, state: w.state, pid: w.state === 'running' ? w.run?.pid : undefined, restarts: w.restarts, ...(w.backAfterMs !== undefined && { backAfterMs: w.backAfterMs }) };
   }
 
   private watch(w: Watched, run: Run): void {
@@ -167,7 +170,8 @@ export class Supervisor {
       return this.failed(w, `could not start again (${first!.replace(/:$/, '')})`, true, rest.join('\n'));
     }
     if (this.stopping) return;
-    this.o.log(`${name} is back after ${((this.clock.now() - w.downSince) / 1000).toFixed(1)} s`);
+    w.backAfterMs = this.clock.now() - w.downSince;
+    this.o.log(`${name} is back after ${(w.backAfterMs / 1000).toFixed(1)} s`);
     this.watch(w, run);
   }
 }

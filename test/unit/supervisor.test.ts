@@ -81,7 +81,7 @@ it('restarts a part that exits, after 1 s, and says when it is back (its readine
   expect(p.runs).toHaveLength(1);
   await clock.advance(1 + 3_200);
   expect(lines).toEqual(['matching-1 exited (SIGKILL); restarting in 1 s', 'matching-1 is back after 4.2 s']);
-  expect(s.status('matching-1')).toEqual({ name: 'matching-1', state: 'running', pid: 1001, restarts: 1 });
+  expect(s.status('matching-1')).toEqual({ name: 'matching-1', state: 'running', pid: 1001, restarts: 1, backAfterMs: 4_200 });
 });
 
 it('doubles the delay with each failure in a row up to 30 s, and goes back to 1 s after a run of a minute', async () => {
