@@ -45,9 +45,9 @@ module.exports = {
     },
   ],
   testTimeout: 60_000,
-  // Two test files at once, whatever the number of cores: most of a file's time is spent waiting on
-  // servers, timers and worker kills, not on CPU; on 2 cores two files at once halve the run
-  // (README, "Tests"). `npx jest --maxWorkers=1` runs them one at a time.
-  maxWorkers: 2,
+  // One test file at a time. Two at once halve the run on 2 cores (968 s against ~1,600 s for
+  // `.ci/run`: `npx jest --maxWorkers=2`), but each such run so far has shown a failure that load
+  // brings out: until several runs in a row pass, one at a time.
+  maxWorkers: 1,
   reporters: ['default', '<rootDir>/test/helpers/summary-reporter.js'],
 };
