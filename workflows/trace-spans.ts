@@ -3,8 +3,8 @@
  * interceptors evaluate OpenTelemetry's modules and build a tracer provider for every run, which
  * cost a traced worker about a third more CPU (docs/benchmarks.md, "What metrics and traces cost").
  * Here a span is a few plain fields; the run keeps them in this module (the sandbox gives each run
- * its own module state); finished spans leave once per activation through the sink the SDK's
- * `makeWorkflowExporter` serves (tracing/worker.ts), in the shape its own workflow exporter sends.
+ * its own module state); finished spans leave once per activation through the worker's sink
+ * (tracing/worker.ts), in the shape the SDK's own workflow exporter sends.
  * Headers are the SDK's: `_tracer-data`, a JSON `{traceparent}` (W3C), so its client and activity
  * interceptors read and write the same context.
  *

@@ -120,9 +120,30 @@ export class SpansOut implements WorkflowInternalsInterceptor {
   }
 }
 
+/**
+ * The SDK wraps each interceptor's `next` so that it restores the workflow-random scope of its
+ * caller (`WorkflowRandomStream.with`), and the first such restore gives the run an
+ * AsyncLocalStorage of its own. On Node 20 every enabled AsyncLocalStorage of the thread is
+ * copied into every promise the thread makes, whichever run makes it (temporalio/sdk-typescript#1432):
+ * with a few hundred cached runs that was most of what tracing cost a worker (docs/benchmarks.md,
+ * "What metrics and traces cost"). No code here sets a random scope, so restoring "none" while
+ * the run has never had one is left out; once a run sets one, the SDK's own restore runs as before.
+ * Which random numbers a run draws does not change.
+ */
+export function skipRestoringNoRandomScope(): void {
+  type Activator = { currentRandomStorage?: unknown; withRandomSource?: (source: unknown, fn: () => unknown) => unknown };
+  const activator = (globalThis as { __TEMPORAL_ACTIVATOR__?: Activator }).__TEMPORAL_ACTIVATOR__;
+  const restore = activator?.withRandomSource;
+  if (!activator || typeof restore !== 'function') return; // another SDK version: its own way
+  activator.withRandomSource = function (this: Activator, source, fn) {
+    return source === undefined && this.currentRandomStorage === undefined ? fn() : restore.call(this, source, fn);
+  };
+}
+
 export const interceptors = (): WorkflowInterceptors => {
   const { workflowType, runId } = workflowInfo();
   startTracing(runId);
+  skipRestoringNoRandomScope();
   const internals = [new SpansOut()];
   if (workflowType === 'pacingGate') return { outbound: [new GateContextOutbound()], internals };
   return { inbound: [new WorkflowSpansInbound()], outbound: [new WorkflowSpansOutbound()], internals };

@@ -2,7 +2,7 @@
  * A traced workflow's spans, made without OpenTelemetry in the sandbox (workflows/trace-spans.ts,
  * workflows/tracing-interceptors.ts), against the real OpenTelemetry pieces they meet outside it:
  * the SDK's header helpers (its client and activity interceptors read and write the same header),
- * the SDK's workflow exporter sink, the OTLP encoding. What stands in for the workflow sandbox is
+ * the worker's sink for workflow spans (tracing/worker.ts), the OTLP encoding. What stands in for the workflow sandbox is
  * this process; each test starts its run with startTracing.
  */
 import * as otel from '@opentelemetry/api';
@@ -10,11 +10,12 @@ import { JsonTraceSerializer } from '@opentelemetry/otlp-transformer';
 import { Resource } from '@opentelemetry/resources';
 import { InMemorySpanExporter, NodeTracerProvider, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-node';
 import { extractContextFromHeaders, headersWithContext, TRACE_HEADER as SDK_TRACE_HEADER } from '@temporalio/interceptors-opentelemetry/lib/instrumentation';
-import { makeWorkflowExporter } from '@temporalio/interceptors-opentelemetry/lib/worker';
-import type { ActivityInput } from '@temporalio/workflow';
+import type { ActivityInput, WorkflowInfo } from '@temporalio/workflow';
+import { workflowSpanSink } from '../../tracing/worker';
 import { activeSpan, contextOfHeaders, setRunSpan, startSpan, startTracing, takeFinished, TRACE_HEADER, withTraceHeader, within } from '../../workflows/trace-spans';
 import { inTraceOf } from '../../workflows/trace-context';
-import { GateContextOutbound, WorkflowSpansInbound, WorkflowSpansOutbound } from '../../workflows/tracing-interceptors';
+import { GateContextOutbound, skipRestoringNoRandomScope, WorkflowSpansInbound, WorkflowSpansOutbound } from '../../workflows/tracing-interceptors';
+import { AsyncLocalStorage } from 'node:async_hooks';
 
 const memory = new InMemorySpanExporter();
 const provider = new NodeTracerProvider({ spanProcessors: [new SimpleSpanProcessor(memory)] });
@@ -22,10 +23,13 @@ provider.register(); // W3C propagator and a context manager, as the worker's (t
 const tracer = otel.trace.getTracer('test');
 const RUN_ID = '5b0c3f0e-8a51-4c8e-9d0b-3f2a1c7e9d44';
 
-/** The spans an activation finished, through the SDK's sink as the worker runs it, as ReadableSpans. */
+/** A run's info as the SDK hands it to a sink: its identity, and what a tracing backend must not get. */
+const INFO = { workflowId: 'delivery:T-1', runId: RUN_ID, workflowType: 'delivery', taskQueue: 'deliveries', namespace: 'default', memo: { note: 'Ada Lovelace, 12 High St' }, searchAttributes: { OrderReference: ['T-1'] } } as unknown as WorkflowInfo;
+
+/** The spans an activation finished, through the worker's sink as the worker runs it, as ReadableSpans. */
 function exported(): ReadableSpan[] {
   memory.reset();
-  makeWorkflowExporter(new SimpleSpanProcessor(memory), new Resource({ 'service.name': 'test-worker' })).export.fn({ workflowId: 'delivery:T-1' } as never, takeFinished());
+  workflowSpanSink(new SimpleSpanProcessor(memory), new Resource({ 'service.name': 'test-worker' })).exporter.export.fn(INFO, takeFinished());
   return memory.getFinishedSpans();
 }
 
@@ -95,7 +99,8 @@ it('exports a run’s spans in the SDK’s shape: an activity’s span under the
   const [startActivity] = exported();
   expect(startActivity).toMatchObject({ name: 'StartActivity:askGate', parentSpanId: run.context.spanId, status: { code: otel.SpanStatusCode.OK } });
   expect(startActivity!.spanContext()).toMatchObject({ traceId: start.context.traceId, traceFlags: 1 });
-  expect(startActivity!.attributes).toMatchObject({ workflowId: 'delivery:T-1' }); // the SDK's sink adds the workflow's info
+  // The sink adds the run's identity, and nothing else of its info (no memo, no search attributes).
+  expect(startActivity!.attributes).toEqual({ workflowId: 'delivery:T-1', runId: RUN_ID, workflowType: 'delivery', taskQueue: 'deliveries', namespace: 'default' });
   // The activity's side (the SDK's activity interceptor) finds the StartActivity span as its parent.
   expect(otel.trace.getSpanContext(extractContextFromHeaders(headers)!)?.spanId).toBe(startActivity!.spanContext().spanId);
   // And the worker's OTLP exporter encodes it.
@@ -180,4 +185,34 @@ it('makes nothing when the ask carries no trace, or when tracing is off (an untr
   await settled();
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   expect((require('../../workflows/trace-spans') as typeof import('../../workflows/trace-spans')).takeFinished()).toEqual([]);
+});
+
+it('gives a traced run no AsyncLocalStorage for a random scope it never sets, and leaves a scope it sets to the SDK', () => {
+  // The SDK's own Activator methods, with Node's AsyncLocalStorage as the sandbox gives it, on activators with no scope yet (a run's start).
+  (globalThis as { AsyncLocalStorage?: unknown }).AsyncLocalStorage = AsyncLocalStorage;
+  type Activator = import('@temporalio/workflow/lib/internals').Activator & { currentRandomStorage?: AsyncLocalStorage<unknown> };
+  let prototype!: Activator;
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  jest.isolateModules(() => (prototype = (require('@temporalio/workflow/lib/internals') as typeof import('@temporalio/workflow/lib/internals')).Activator.prototype as Activator));
+  delete (globalThis as { AsyncLocalStorage?: unknown }).AsyncLocalStorage;
+  const activator = Object.create(prototype) as Activator;
+  const restoring = (a: Activator) => a.bindCurrentRandom(() => 'next'); // what each interceptor's `next` is wrapped in
+  expect(restoring(activator)()).toBe('next');
+  expect(activator.currentRandomStorage).toBeInstanceOf(AsyncLocalStorage); // unpatched: the run's own, enabled until it leaves the cache
+  activator.currentRandomStorage!.disable();
+
+  const patched = Object.create(prototype) as Activator;
+  (globalThis as { __TEMPORAL_ACTIVATOR__?: unknown }).__TEMPORAL_ACTIVATOR__ = patched;
+  try {
+    skipRestoringNoRandomScope();
+    expect(restoring(patched)()).toBe('next');
+    expect(patched.currentRandomStorage).toBeUndefined();
+    // A run that sets a scope gets it, and `next` restores it as the SDK does.
+    const scope = { random: () => 0.25 };
+    expect(patched.withCurrentRandom(scope as never, () => patched.currentRandom())).toBe(0.25);
+    expect(patched.currentRandomStorage).toBeInstanceOf(AsyncLocalStorage);
+    patched.currentRandomStorage!.disable();
+  } finally {
+    delete (globalThis as { __TEMPORAL_ACTIVATOR__?: unknown }).__TEMPORAL_ACTIVATOR__;
+  }
 });
