@@ -150,7 +150,7 @@ async function backlogPhase(ctx: Context, phase: 'gate' | 'task-queue' | 'poison
   const key = `bench-${phase}${observe?.round ?? ''}`;
   const taskQueue = `limits-${phase}${observe?.round ?? ''}`;
   const stamp = Date.now().toString(36);
-  const all = makeOrders(`${phase}-${stamp}`, phase === 'poison' ? POISON_ORDERS : ORDERS);
+  const all = makeOrders(`${phase}${observe?.round ?? ''}-${stamp}`, phase === 'poison' ? POISON_ORDERS : ORDERS);
   const poison = phase === 'poison' ? [`ORD-€42-${stamp}`, `注文-1001-${stamp}`, `P500-${stamp}`, `P422-${stamp}`].map((reference, i) => ({ ...all[i]!, reference })) : [];
   const orders = phase === 'poison' ? all.slice(5) : all;
   const { sim, url } = await ctx.stack.simulator({ timeScale: SCALE, apiKeys: [key], faults: poison.length ? { reference_faults: { [poison[2]!.reference]: 500, [poison[3]!.reference]: 422 } } : {} });
@@ -169,7 +169,7 @@ async function backlogPhase(ctx: Context, phase: 'gate' | 'task-queue' | 'poison
     await startOrders(ctx, taskQueue, poison, { concurrency: 1, followUp: { quietMs: QUIET_MS } }); // first, one after another
     const startedAt = await startOrders(ctx, taskQueue, orders, { concurrency: 32, followUp: { quietMs: QUIET_MS, jitter: 0.2 } });
     if (phase === 'switch') switched = switchWhenCreated(ctx, sim, { deploymentName: deployment, buildId: 'b' }, taskQueue, Math.floor(orders.length / 3));
-    const createdAt = await waitCreated(sim, orders, Date.now() + 3 * least + 60_000, phase);
+    const createdAt = await waitCreated(sim, orders, Date.now() + 3 * least + 60_000, `${phase}${observe?.round ?? ''}`);
     measured();
     const figures = { ...backlogFigures(phase, orders, startedAt, await quotedTimes(ctx.temporal, orders), createdAt, callLog(sim)), ...(observe && { workerCpuS: cpu.ours() }) };
     return switched ? { ...figures, ...(await switchFigures(ctx, orders, taskQueue, await switched)) } : figures;
@@ -182,24 +182,24 @@ async function backlogPhase(ctx: Context, phase: 'gate' | 'task-queue' | 'poison
 /** What metrics and traces cost (issue #37): docs/benchmarks.md, "What metrics and traces cost". */
 async function observePhase(ctx: Context): Promise<Record<string, number | string>> {
   const jaeger = await startJaeger(await ensureJaeger(progress));
-  const ports = await Promise.all(Array.from({ length: workerCount() }, () => freePort()));
+  const ports = await Promise.all(Array.from({ length: 2 * workerCount() }, () => freePort())); // the runtime's exporter, the worker's own
   const traced = { OTEL_EXPORTER_OTLP_ENDPOINT: jaeger.otlpUrl, WORKER_WORKFLOW_BUNDLE: await workflowBundleFile({ OTEL_EXPORTER_OTLP_ENDPOINT: jaeger.otlpUrl }) };
   const scrape = setInterval(() => ports.forEach((p) => void fetch(`http://127.0.0.1:${p}/metrics`).then((r) => r.text(), () => '')), 15_000);
   const perDelivery: Record<'off' | 'on', number[]> = { off: [], on: [] };
   try {
+    const onEnv = (i: number) => ({ ...(OBSERVE_PARTS.includes('traces') && traced), ...(OBSERVE_PARTS.includes('metrics') && { WORKER_METRICS_ADDRESS: `127.0.0.1:${ports[2 * i]}`, WORKER_DELIVERY_METRICS_ADDRESS: `127.0.0.1:${ports[2 * i + 1]}` }) });
     for (let r = 1; r <= OBSERVE_ROUNDS; r++) {
-      for (const mode of ['off', 'on'] as const) {
-        const on = (i: number) => ({ ...(OBSERVE_PARTS.includes('traces') && traced), ...(OBSERVE_PARTS.includes('metrics') && { WORKER_METRICS_ADDRESS: `127.0.0.1:${ports[i]}` }) });
-        const f = await backlogPhase(ctx, 'observe', { round: `-${mode}${r}`, env: mode === 'on' ? on : undefined });
-        perDelivery[mode].push((1000 * f.workerCpuS!) / f.created);
-        progress(`observe: round ${r} ${mode}: ${perDelivery[mode].at(-1)!.toFixed(2)} worker CPU ms per delivery`);
-      }
+      // Both fleets at once, each with its own orders, key and queue: a round's pair shares the machine's moment.
+      const pair = await Promise.all((['off', 'on'] as const).map((mode) => backlogPhase(ctx, 'observe', { round: `-${mode}${r}`, env: mode === 'on' ? onEnv : undefined })));
+      pair.forEach((f, i) => perDelivery[i ? 'on' : 'off'].push((1000 * f.workerCpuS!) / f.created));
+      progress(`observe: round ${r}: worker CPU ms per delivery ${perDelivery.off.at(-1)!.toFixed(2)} off, ${perDelivery.on.at(-1)!.toFixed(2)} on`);
     }
     const services = ((await (await fetch(`${jaeger.queryUrl}/api/services`)).json()) as { data: string[] | null }).data ?? [];
     if (OBSERVE_PARTS.includes('traces') && !services.includes('delivery-worker')) throw new Error(`observe: no worker spans reached Jaeger (services: ${services.join(', ')})`);
     const [off, on] = [median(perDelivery.off), median(perDelivery.on)];
     const runs = (xs: number[]) => xs.map((x) => x.toFixed(1)).join(' ');
-    return { observe_on: OBSERVE_PARTS.join('+'), observe_rounds: OBSERVE_ROUNDS, observe_cpu_ms_per_delivery_off: round(off, 2), observe_cpu_ms_per_delivery_on: round(on, 2), observe_overhead_pct: round(100 * (on / off - 1), 1), observe_runs_off: runs(perDelivery.off), observe_runs_on: runs(perDelivery.on) };
+    const pairs = perDelivery.on.map((x, i) => 100 * (x / perDelivery.off[i]! - 1));
+    return { observe_on: OBSERVE_PARTS.join('+'), observe_rounds: OBSERVE_ROUNDS, observe_cpu_ms_per_delivery_off: round(off, 2), observe_cpu_ms_per_delivery_on: round(on, 2), observe_overhead_pct: round(median(pairs), 1), observe_overhead_pct_of_medians: round(100 * (on / off - 1), 1), observe_runs_off: runs(perDelivery.off), observe_runs_on: runs(perDelivery.on) };
   } finally {
     clearInterval(scrape);
     await jaeger.stop();
