@@ -45,9 +45,9 @@ module.exports = {
     },
   ],
   testTimeout: 60_000,
-  // One test file at a time. Two at once halve the run on 2 cores (968 s against ~1,600 s for
-  // `.ci/run`: `npx jest --maxWorkers=2`), but each such run so far has shown a failure that load
-  // brings out: until several runs in a row pass, one at a time.
-  maxWorkers: 1,
+  // Two test files at once: most files wait on servers, timers and worker kills rather than CPU,
+  // and two at once take about half the time of one (`.ci/run` ~16 min against ~26 on 2 cores).
+  // Each failure that only this load brought out was found and fixed at its root, none retried.
+  maxWorkers: 2,
   reporters: ['default', '<rootDir>/test/helpers/summary-reporter.js'],
 };
