@@ -125,8 +125,8 @@ export class SpansOut implements WorkflowInternalsInterceptor {
  * caller (`WorkflowRandomStream.with`), and the first such restore gives the run an
  * AsyncLocalStorage of its own. On Node 20 every enabled AsyncLocalStorage of the thread is
  * copied into every promise the thread makes, whichever run makes it (temporalio/sdk-typescript#1432):
- * with a few hundred cached runs that was most of what tracing cost a worker (docs/benchmarks.md,
- * "What metrics and traces cost"). No code here sets a random scope, so restoring "none" while
+ * with a few hundred cached runs that was most of what tracing added to the workflow threads' CPU
+ * (docs/benchmarks.md, "What metrics and traces cost"). No code here sets a random scope, so restoring "none" while
  * the run has never had one is left out; once a run sets one, the SDK's own restore runs as before.
  * Which random numbers a run draws does not change.
  */
