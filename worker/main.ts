@@ -57,8 +57,12 @@ function installRuntime(env: z.output<typeof WorkerEnvSchema>): void {
   });
   Runtime.install({
     logger: new ExpectedNoticesAtDebug(json),
-    // Durations in seconds, as every other metric here and Prometheus's convention (the alert rules' `le="1"`).
-    telemetryOptions: env.WORKER_METRICS_ADDRESS ? { metrics: { prometheus: { bindAddress: env.WORKER_METRICS_ADDRESS, useSecondsForDurations: true } } } : undefined,
+    telemetryOptions: {
+      // The SDK core's own warnings (a workflow task failed, a task gone) through the same logger: JSON lines, not raw console text.
+      logging: { filter: { core: 'WARN', other: 'ERROR' }, forward: {} },
+      // Durations in seconds, as every other metric here and Prometheus's convention (the alert rules' `le="1"`).
+      ...(env.WORKER_METRICS_ADDRESS && { metrics: { prometheus: { bindAddress: env.WORKER_METRICS_ADDRESS, useSecondsForDurations: true } } }),
+    },
   });
 }
 

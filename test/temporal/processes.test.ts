@@ -3,7 +3,8 @@
  * operator runs them, against the test's Temporal dev server: a delivery goes end to end, a bad
  * key pauses its account (in the pacing gate, and in the calls outside it: task-queue pacing),
  * counted once in `delivery_account_unauthorized`, a forged webhook is refused, the worker
- * exports Prometheus metrics, and no API key, webhook secret or payload key ever reaches a log line.
+ * exports Prometheus metrics, its log is JSON lines (the SDK core's warnings too), and no API key,
+ * webhook secret or payload key ever reaches a log line.
  */
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
@@ -14,7 +15,7 @@ import { freePort } from '../../scripts/temporal-dev-server';
 import { deliveryRequest } from '../fixtures/orders';
 import { ENTRY, ProcessGroup, removeWorkflowBundleFile, ROOT, workflowBundleFile } from '../../scripts/processes';
 import { parsePrometheusText } from '../helpers/prometheus';
-import { testServerAddress } from '../helpers/temporal';
+import { testClient, testServerAddress } from '../helpers/temporal';
 import { eventually } from '../helpers/stack';
 import { writeFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -134,8 +135,21 @@ it('run a delivery end to end, pause the account of a revoked key cleanly, refus
   const bridgeMetrics = await (await fetch(`${bridgeAdminUrl}/metrics`)).text();
   expect(bridgeMetrics).toMatch(/bridge_webhooks_total\{outcome="accepted"[^}]*\} [1-9]/);
 
+  // A workflow task the worker cannot run (a type it does not have): the SDK core's own warning goes to the log as a JSON line too.
+  const { client, connection } = await testClient();
+  try {
+    const stray = await client.workflow.start('notADeliveryWorkflow', { taskQueue: env.DELIVERY_TASK_QUEUE!, workflowId: `stray-${reference}`, args: [] });
+    await eventually('the worker to log the failed workflow task', () => (processes.output.includes('Failing workflow task') ? true : undefined), 30_000);
+    await stray.terminate('test over');
+  } finally {
+    await connection.close();
+  }
+
   await processes.stopAll();
   const everything = processes.output;
+  const coreWarning = everything.split('\n').find((l) => l.startsWith('[worker] ') && l.includes('Failing workflow task'));
+  expect(JSON.parse(coreWarning!.slice('[worker] '.length))).toMatchObject({ level: 'WARN', msg: expect.stringContaining('Failing workflow task') });
+  expect(everything.includes('\u001b[')).toBe(false); // no console colour codes: every line is for a log pipeline
   // Structured logs: JSON lines that carry the workflow ID, from the worker and the bridge alike.
   const jsonLines = everything
     .split('\n')
