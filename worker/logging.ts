@@ -1,4 +1,7 @@
-import type { Logger, LogLevel, LogMetadata } from '@temporalio/worker';
+import type { LogExporterConfig, Logger, LogLevel, LogMetadata } from '@temporalio/worker';
+
+/** The SDK core's own warnings (a workflow task failed, a task gone) through the runtime's logger, not printed to the console as coloured text. */
+export const FORWARDED_CORE_LOGS: LogExporterConfig = { filter: { core: 'WARN', other: 'ERROR' }, forward: {} };
 
 /**
  * The SDK notes, once per worker, that it polls no workflow tasks (a warning) or no Nexus tasks.

@@ -6,7 +6,7 @@
  */
 import { Client } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, type LogLevel, type NativeConnectionOptions } from '@temporalio/worker';
-import { ExpectedNoticesAtDebug } from './logging';
+import { ExpectedNoticesAtDebug, FORWARDED_CORE_LOGS } from './logging';
 import { dataConverterFromEnv } from '../temporal/payload-codec';
 import { temporalSettingsFromEnv } from '../temporal/connection';
 import { createProviderActivities } from '../activities/provider-activities';
@@ -58,8 +58,7 @@ function installRuntime(env: z.output<typeof WorkerEnvSchema>): void {
   Runtime.install({
     logger: new ExpectedNoticesAtDebug(json),
     telemetryOptions: {
-      // The SDK core's own warnings (a workflow task failed, a task gone) through the same logger: JSON lines, not raw console text.
-      logging: { filter: { core: 'WARN', other: 'ERROR' }, forward: {} },
+      logging: FORWARDED_CORE_LOGS, // JSON lines like the rest
       // Durations in seconds, as every other metric here and Prometheus's convention (the alert rules' `le="1"`).
       ...(env.WORKER_METRICS_ADDRESS && { metrics: { prometheus: { bindAddress: env.WORKER_METRICS_ADDRESS, useSecondsForDurations: true } } }),
     },

@@ -8,7 +8,7 @@
 import { runInThisContext } from 'node:vm';
 import { inspect } from 'node:util';
 import { DefaultLogger, Runtime, type LogEntry } from '@temporalio/worker';
-import { ExpectedNoticesAtDebug } from '../../worker/logging';
+import { ExpectedNoticesAtDebug, FORWARDED_CORE_LOGS } from '../../worker/logging';
 
 /** Jest's own global, outside every test file's sandbox: where the environment of the file under way leaves its sink. */
 const jestGlobal = runInThisContext('globalThis') as { __quietTestLog?: (text: string) => void };
@@ -20,8 +20,8 @@ function toTest(entry: LogEntry): void {
 }
 
 try {
-  // The SDK core's warnings too (forwarded, as in worker/main.ts), e.g. the replay the versioning test expects to fail.
-  Runtime.install({ logger: new ExpectedNoticesAtDebug(new DefaultLogger('WARN', toTest)), telemetryOptions: { logging: { filter: { core: 'WARN', other: 'ERROR' }, forward: {} } } });
+  // The SDK core's warnings too, as the worker's (e.g. the replay the versioning test expects to fail).
+  Runtime.install({ logger: new ExpectedNoticesAtDebug(new DefaultLogger('WARN', toTest)), telemetryOptions: { logging: FORWARDED_CORE_LOGS } });
 } catch {
   // Already installed by an earlier test file in this jest worker process.
 }
