@@ -147,10 +147,10 @@ function backlogFigures(phase: string, orders: Order[], startedAt: Map<string, n
 /** The backlog through our workers, paced by the gate or the task-queue limit. Poison: the gate's, five poison orders first (two Unicode
  * references, a newline one, refused before start and so left out, 500 forever, 422); it reports the others' figures. */
 async function backlogPhase(ctx: Context, phase: 'gate' | 'task-queue' | 'poison' | 'switch' | 'observe', observe?: { round: string; env?: (i: number) => Record<string, string> }): Promise<BacklogFigures & Partial<SwitchFigures> & { workerCpuS?: number }> {
-  const key = `bench-${phase}${observe?.round ?? ''}`;
-  const taskQueue = `limits-${phase}${observe?.round ?? ''}`;
+  const run = `${phase}${observe?.round ?? ''}`; // an observe round's two fleets at once: each its own key, queue and orders
+  const [key, taskQueue] = [`bench-${run}`, `limits-${run}`];
   const stamp = Date.now().toString(36);
-  const all = makeOrders(`${phase}${observe?.round ?? ''}-${stamp}`, phase === 'poison' ? POISON_ORDERS : ORDERS);
+  const all = makeOrders(`${run}-${stamp}`, phase === 'poison' ? POISON_ORDERS : ORDERS);
   const poison = phase === 'poison' ? [`ORD-€42-${stamp}`, `注文-1001-${stamp}`, `P500-${stamp}`, `P422-${stamp}`].map((reference, i) => ({ ...all[i]!, reference })) : [];
   const orders = phase === 'poison' ? all.slice(5) : all;
   const { sim, url } = await ctx.stack.simulator({ timeScale: SCALE, apiKeys: [key], faults: poison.length ? { reference_faults: { [poison[2]!.reference]: 500, [poison[3]!.reference]: 422 } } : {} });
@@ -169,7 +169,7 @@ async function backlogPhase(ctx: Context, phase: 'gate' | 'task-queue' | 'poison
     await startOrders(ctx, taskQueue, poison, { concurrency: 1, followUp: { quietMs: QUIET_MS } }); // first, one after another
     const startedAt = await startOrders(ctx, taskQueue, orders, { concurrency: 32, followUp: { quietMs: QUIET_MS, jitter: 0.2 } });
     if (phase === 'switch') switched = switchWhenCreated(ctx, sim, { deploymentName: deployment, buildId: 'b' }, taskQueue, Math.floor(orders.length / 3));
-    const createdAt = await waitCreated(sim, orders, Date.now() + 3 * least + 60_000, `${phase}${observe?.round ?? ''}`);
+    const createdAt = await waitCreated(sim, orders, Date.now() + 3 * least + 60_000, run);
     measured();
     const figures = { ...backlogFigures(phase, orders, startedAt, await quotedTimes(ctx.temporal, orders), createdAt, callLog(sim)), ...(observe && { workerCpuS: cpu.ours() }) };
     return switched ? { ...figures, ...(await switchFigures(ctx, orders, taskQueue, await switched)) } : figures;

@@ -93,7 +93,7 @@ it('creates exactly one delivery per order, and ends each in the provider\'s sta
   const sim = createSimulator({ apiKeys: [KEY], timeScale: SCALE, autoAdvanceMs: 30_000, faults: { ignore_idempotency_keys: true, latency_ms: 300 } });
   // Two creations a second: at the contract's 20 (scaled), the gate sends all 16 in one burst, so
   // there are two moments to kill at in all, and the run falls short of its kills (seen in CI, 2 of 4).
-  const { workers, startWorker, client } = await setUp(sim, 3_000, 'creations=2/1000ms,quotes=100/10000ms,other=600/1000ms');
+  const { workers, startWorker, client } = await setUp(sim, 3_000, LIMITS.replace('creations=20/', 'creations=2/'));
   // Small by default; the run of record of #15 (≥ 50 kills): GATE_SURVIVAL_CRASH_ORDERS=120 GATE_SURVIVAL_KILLS=60.
   const killsWanted = Number(process.env.GATE_SURVIVAL_KILLS ?? 8);
   const references = Array.from({ length: Number(process.env.GATE_SURVIVAL_CRASH_ORDERS ?? 16) }, (_, i) => `CRASH-${Date.now().toString(36)}-${i}`);
