@@ -5,7 +5,7 @@
  * statuses and workflow IDs: never a body, a header's value, a key or personal data.
  * Without tracing installed (tracing/install.ts) each helper calls through at once.
  */
-import { context, propagation, SpanKind, SpanStatusCode, trace, type Attributes, type Span } from '@opentelemetry/api';
+import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Span } from '@opentelemetry/api';
 import { activeTracing } from './install';
 
 const tracer = () => trace.getTracer('delivery-orchestrator');
@@ -60,10 +60,14 @@ export function traceFields(): { trace_id?: string } {
   return ctx && trace.isSpanContextValid(ctx) ? { trace_id: ctx.traceId } : {};
 }
 
-/** The active span's context as a W3C `traceparent`, to carry in a message that has no headers. */
+/**
+ * The active span's context as a W3C `traceparent`, to carry in a message that has no headers;
+ * also where spans are suppressed (a local activity: tracing/worker.ts), which `inject` would honour.
+ */
 export function activeTraceparent(): string | undefined {
-  if (!activeTracing()) return undefined;
+  const active = trace.getSpanContext(context.active()); // none without tracing installed: no context manager, no span
+  if (!active) return undefined;
   const carrier: Record<string, string> = {};
-  propagation.inject(context.active(), carrier);
+  propagation.inject(trace.setSpanContext(ROOT_CONTEXT, active), carrier);
   return carrier.traceparent;
 }

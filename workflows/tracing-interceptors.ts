@@ -6,9 +6,10 @@
  * HandleUpdate, StartActivity, SignalWorkflow, ContinueAsNew, each the child of the active span (or
  * of the sender's), its context put into the command's `_tracer-data` header; trace_id/span_id on
  * workflow log lines. Not traced: queries and update validators, which run live only (a run's span
- * ids count its spans: a replay must make the same ones). One change: a signal from another trace
- * (the bridge's webhook, the gate's batched answers) is handled in the run's own trace, linked to
- * the sender's, so one delivery stays one trace.
+ * ids count its spans: a replay must make the same ones), and local activities, the workflows'
+ * bookkeeping (their header carries the active span, so the ask to the gate carries the delivery's
+ * trace). And a signal from another trace (the bridge's webhook) is handled in the run's own trace,
+ * linked to the sender's, so one delivery stays one trace.
  *
  * Each method returns `next`'s own promise, with no await or yield around a command: a traced
  * worker's commands are an untraced one's, and each replays the other's histories
@@ -59,6 +60,11 @@ export class WorkflowSpansInbound implements WorkflowInboundCallsInterceptor {
   }
 }
 
+/** A command with no span of its own, the active span's context in its header. */
+function carryingActiveSpan<I extends { headers: ActivityInput['headers'] }>(input: I): I {
+  return { ...input, headers: withTraceHeader(input.headers, activeSpan()) };
+}
+
 /** A command in a span of its own (StartActivity:…), whose context its header carries. */
 function inSpan<I extends { headers: ActivityInput['headers'] }, R>(name: string, input: I, next: (input: I) => Promise<R>, benign?: (err: unknown) => boolean): Promise<R> {
   const span = startSpan(name, activeSpan());
@@ -70,8 +76,9 @@ export class WorkflowSpansOutbound implements WorkflowOutboundCallsInterceptor {
     return inSpan(`StartActivity:${input.activityType}`, input, next);
   }
 
+  /** Bookkeeping (the start's checks, the pacing settings, the ask to the gate): no span, the active one in its header (tracing/worker.ts). */
   scheduleLocalActivity(input: LocalActivityInput, next: Next<WorkflowOutboundCallsInterceptor, 'scheduleLocalActivity'>) {
-    return inSpan(`StartActivity:${input.activityType}`, input, next);
+    return next(carryingActiveSpan(input));
   }
 
   signalWorkflow(input: SignalWorkflowInput, next: Next<WorkflowOutboundCallsInterceptor, 'signalWorkflow'>) {
@@ -94,11 +101,11 @@ export class WorkflowSpansOutbound implements WorkflowOutboundCallsInterceptor {
  */
 export class GateContextOutbound implements WorkflowOutboundCallsInterceptor {
   scheduleActivity(input: ActivityInput, next: Next<WorkflowOutboundCallsInterceptor, 'scheduleActivity'>) {
-    return next({ ...input, headers: withTraceHeader(input.headers, activeSpan()) });
+    return next(carryingActiveSpan(input));
   }
 
   scheduleLocalActivity(input: LocalActivityInput, next: Next<WorkflowOutboundCallsInterceptor, 'scheduleLocalActivity'>) {
-    return next({ ...input, headers: withTraceHeader(input.headers, activeSpan()) });
+    return next(carryingActiveSpan(input));
   }
 
   getLogAttributes(input: Record<string, unknown>, next: Next<WorkflowOutboundCallsInterceptor, 'getLogAttributes'>) {

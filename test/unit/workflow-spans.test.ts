@@ -10,8 +10,9 @@ import { JsonTraceSerializer } from '@opentelemetry/otlp-transformer';
 import { Resource } from '@opentelemetry/resources';
 import { InMemorySpanExporter, NodeTracerProvider, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-node';
 import { extractContextFromHeaders, headersWithContext, TRACE_HEADER as SDK_TRACE_HEADER } from '@temporalio/interceptors-opentelemetry/lib/instrumentation';
-import type { ActivityInput, WorkflowInfo } from '@temporalio/workflow';
-import { workflowSpanSink } from '../../tracing/worker';
+import type { ActivityInput, LocalActivityInput, WorkflowInfo } from '@temporalio/workflow';
+import { activeTraceparent } from '../../tracing/spans';
+import { BookkeepingInbound, workflowSpanSink } from '../../tracing/worker';
 import { activeSpan, contextOfHeaders, setRunSpan, startSpan, startTracing, takeFinished, TRACE_HEADER, withTraceHeader, within } from '../../workflows/trace-spans';
 import { inTraceOf } from '../../workflows/trace-context';
 import { GateContextOutbound, skipRestoringNoRandomScope, WorkflowSpansInbound, WorkflowSpansOutbound } from '../../workflows/tracing-interceptors';
@@ -87,7 +88,7 @@ it('exports a run’s spans in the SDK’s shape: an activity’s span under the
   setRunSpan(run.context);
   let headers: ActivityInput['headers'] = {};
   let finish!: (v: string) => void;
-  const scheduled = new WorkflowSpansOutbound().scheduleActivity(activity('askGate'), (i) => {
+  const scheduled = new WorkflowSpansOutbound().scheduleActivity(activity('cancelDelivery'), (i) => {
     headers = i.headers;
     return new Promise<string>((resolve) => (finish = resolve));
   });
@@ -97,7 +98,7 @@ it('exports a run’s spans in the SDK’s shape: an activity’s span under the
   expect(await scheduled).toBe('asked');
 
   const [startActivity] = exported();
-  expect(startActivity).toMatchObject({ name: 'StartActivity:askGate', parentSpanId: run.context.spanId, status: { code: otel.SpanStatusCode.OK } });
+  expect(startActivity).toMatchObject({ name: 'StartActivity:cancelDelivery', parentSpanId: run.context.spanId, status: { code: otel.SpanStatusCode.OK } });
   expect(startActivity!.spanContext()).toMatchObject({ traceId: start.context.traceId, traceFlags: 1 });
   // The sink adds the run's identity, and nothing else of its info (no memo, no search attributes).
   expect(startActivity!.attributes).toEqual({ workflowId: 'delivery:T-1', runId: RUN_ID, workflowType: 'delivery', taskQueue: 'deliveries', namespace: 'default' });
@@ -105,7 +106,27 @@ it('exports a run’s spans in the SDK’s shape: an activity’s span under the
   expect(otel.trace.getSpanContext(extractContextFromHeaders(headers)!)?.spanId).toBe(startActivity!.spanContext().spanId);
   // And the worker's OTLP exporter encodes it.
   const body = JSON.parse(new TextDecoder().decode(JsonTraceSerializer.serializeRequest([startActivity!]))) as { resourceSpans: { scopeSpans: { spans: { name: string }[] }[] }[] };
-  expect(body.resourceSpans[0]!.scopeSpans[0]!.spans[0]!.name).toBe('StartActivity:askGate');
+  expect(body.resourceSpans[0]!.scopeSpans[0]!.spans[0]!.name).toBe('StartActivity:cancelDelivery');
+});
+
+it('gives a local activity (bookkeeping) no span on either side, but runs it in the delivery’s trace: its ask carries the run’s span', async () => {
+  const run = startSpan('RunWorkflow:delivery', undefined);
+  setRunSpan(run.context);
+  let headers: ActivityInput['headers'] = {};
+  const local: LocalActivityInput = { ...activity('askGate'), options: { startToCloseTimeout: '10 seconds' }, attempt: 1 };
+  await new WorkflowSpansOutbound().scheduleLocalActivity(local, async (i) => void (headers = i.headers));
+  await settled();
+  expect(exported()).toEqual([]);
+
+  // The worker's side: the activity runs with the header's span active and tracing suppressed.
+  memory.reset();
+  const inside = await new BookkeepingInbound().execute({ args: [], headers }, async () => {
+    const client = tracer.startSpan('SignalWithStartWorkflow:gateAsk'); // what the SDK's client interceptor would make
+    client.end();
+    return { traceparent: activeTraceparent(), sent: contextOfHeaders(headersWithContext({})), recording: client.isRecording() };
+  });
+  expect(inside).toEqual({ traceparent: `00-${run.context.traceId}-${run.context.spanId}-01`, sent: undefined, recording: false });
+  expect(memory.getFinishedSpans()).toEqual([]);
 });
 
 it('handles a signal from another trace in the run’s own, linked to the sender; one from its own trace as the sender’s child', async () => {
