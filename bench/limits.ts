@@ -189,9 +189,9 @@ async function observePhase(ctx: Context): Promise<Record<string, number | strin
   try {
     const onEnv = (i: number) => ({ ...(OBSERVE_PARTS.includes('traces') && traced), ...(OBSERVE_PARTS.includes('metrics') && { WORKER_METRICS_ADDRESS: `127.0.0.1:${ports[2 * i]}`, WORKER_DELIVERY_METRICS_ADDRESS: `127.0.0.1:${ports[2 * i + 1]}` }) });
     for (let r = 1; r <= OBSERVE_ROUNDS; r++) {
-      // Both fleets at once, each with its own orders, key and queue: a round's pair shares the machine's moment.
-      const pair = await Promise.all((['off', 'on'] as const).map((mode) => backlogPhase(ctx, 'observe', { round: `-${mode}${r}`, env: mode === 'on' ? onEnv : undefined })));
-      pair.forEach((f, i) => perDelivery[i ? 'on' : 'off'].push((1000 * f.workerCpuS!) / f.created));
+      const modes = r % 2 ? (['off', 'on'] as const) : (['on', 'off'] as const); // both fleets at once, each its own orders, key and queue (a pair shares the machine's moment); which starts first alternates
+      const pair = await Promise.all(modes.map((mode) => backlogPhase(ctx, 'observe', { round: `-${mode}${r}`, env: mode === 'on' ? onEnv : undefined })));
+      pair.forEach((f, i) => perDelivery[modes[i]!].push((1000 * f.workerCpuS!) / f.created));
       progress(`observe: round ${r}: worker CPU ms per delivery ${perDelivery.off.at(-1)!.toFixed(2)} off, ${perDelivery.on.at(-1)!.toFixed(2)} on`);
     }
     const services = ((await (await fetch(`${jaeger.queryUrl}/api/services`)).json()) as { data: string[] | null }).data ?? [];
