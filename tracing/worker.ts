@@ -1,6 +1,7 @@
 /**
  * What a traced worker adds to its Worker options: the activity interceptors (a RunActivity span
- * per attempt, child of the scheduling workflow's span; trace_id on activity log lines) and, for
+ * per attempt, child of the scheduling workflow's span, but none for bookkeeping; trace_id on
+ * activity log lines) and, for
  * workers that run workflows, the sink through which the workflow sandbox hands its spans out
  * (workflows/trace-spans.ts sends them in the shape the SDK's own workflow interceptors send).
  */
@@ -14,6 +15,7 @@ import type { SerializableSpan } from '@temporalio/interceptors-opentelemetry/li
 import { OpenTelemetryActivityInboundInterceptor, OpenTelemetryActivityOutboundInterceptor } from '@temporalio/interceptors-opentelemetry/lib/worker';
 import type { InjectedSinks, WorkerOptions } from '@temporalio/worker';
 import type { WorkflowInfo } from '@temporalio/workflow';
+import type { GateActivities } from '../activities/gate-activities';
 import type { Tracing } from './install';
 
 /** The workflow interceptor module a traced worker's bundle must include. */
@@ -23,18 +25,23 @@ export function tracedWorkerOptions(tracing: Tracing | undefined, runsWorkflows:
   if (!tracing) return {};
   return {
     interceptors: {
-      activity: [(ctx) => ({ inbound: ctx.info.isLocal ? new BookkeepingInbound() : new OpenTelemetryActivityInboundInterceptor(ctx), outbound: new OpenTelemetryActivityOutboundInterceptor(ctx) })],
+      activity: [(ctx) => ({ inbound: isBookkeeping(ctx.info) ? new BookkeepingInbound() : new OpenTelemetryActivityInboundInterceptor(ctx), outbound: new OpenTelemetryActivityOutboundInterceptor(ctx) })],
     },
     ...(runsWorkflows && { sinks: workflowSpanSink(tracing.spanProcessor, tracing.resource) }),
   };
 }
 
+/** The gate's answers to the deliveries it served: a local activity while it drains for continue-as-new, an activity otherwise. */
+const ANSWERS = 'answerDeliveries' satisfies keyof GateActivities;
+
+/** Local activities (the start's checks, the pacing settings, the ask to the gate, the gate's answers while it drains) and the gate's answers. */
+export const isBookkeeping = (info: { isLocal: boolean; activityType: string }): boolean => info.isLocal || info.activityType === ANSWERS;
+
 /**
- * A local activity is the workflows' bookkeeping (the start's checks, the pacing settings, the ask
- * to the gate and its answers): no span, neither its own nor its client calls' (tracing suppressed),
+ * The workflows' bookkeeping: no span, neither its own nor its client calls' (tracing suppressed),
  * but run in its header's trace, so its log lines carry the trace id and the ask carries the
- * delivery's traceparent (tracing/spans.ts, activeTraceparent). They were 7 of a delivered order's
- * 22 worker spans, 7 of the 15 up to its creation (docs/benchmarks.md, "What metrics and traces cost").
+ * delivery's traceparent (tracing/spans.ts, activeTraceparent). Local activities were 7 of a delivered
+ * order's 22 worker spans, 7 of the 15 up to its creation (docs/benchmarks.md, "What metrics and traces cost").
  */
 export class BookkeepingInbound implements ActivityInboundCallsInterceptor {
   execute(input: ActivityExecuteInput, next: Next<ActivityInboundCallsInterceptor, 'execute'>): Promise<unknown> {

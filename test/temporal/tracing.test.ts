@@ -141,6 +141,8 @@ it('one delivery is one trace from the order system’s start to the courier’s
   const operations = ((await (await fetch(`${jaeger.queryUrl}/api/services/test-worker/operations`)).json()) as { data: (string | { name: string })[] }).data.map((o) => (typeof o === 'string' ? o : o.name));
   expect(operations).toEqual(expect.arrayContaining(['RunWorkflow:delivery', 'RunActivity:createInGate']));
   expect(operations.filter((o) => /^(StartActivity|RunActivity):(checkDeliveryInput|pacingSettings|askGate|withdrawFromGate|answerDeliveries)$|^SignalWorkflow:gate/.test(o))).toEqual([]);
+  // The ask's signal-with-start to the gate (the worker's own start of its gate makes one, in a trace of its own).
+  expect(spans('SignalWithStartWorkflow:pacingGate')).toEqual([]);
 
   // The bridge's status signals are handled in the delivery's trace, linked to the bridge's trace of the webhook.
   const handled = spans('HandleSignal:statusChanged');

@@ -12,7 +12,7 @@ import { InMemorySpanExporter, NodeTracerProvider, SimpleSpanProcessor, type Rea
 import { extractContextFromHeaders, headersWithContext, TRACE_HEADER as SDK_TRACE_HEADER } from '@temporalio/interceptors-opentelemetry/lib/instrumentation';
 import type { ActivityInput, LocalActivityInput, WorkflowInfo } from '@temporalio/workflow';
 import { activeTraceparent } from '../../tracing/spans';
-import { BookkeepingInbound, workflowSpanSink } from '../../tracing/worker';
+import { BookkeepingInbound, isBookkeeping, workflowSpanSink } from '../../tracing/worker';
 import { activeSpan, contextOfHeaders, setRunSpan, startSpan, startTracing, takeFinished, TRACE_HEADER, withTraceHeader, within } from '../../workflows/trace-spans';
 import { inTraceOf } from '../../workflows/trace-context';
 import { GateContextOutbound, skipRestoringNoRandomScope, WorkflowSpansInbound, WorkflowSpansOutbound } from '../../workflows/tracing-interceptors';
@@ -127,6 +127,8 @@ it('gives a local activity (bookkeeping) no span on either side, but runs it in 
   });
   expect(inside).toEqual({ traceparent: `00-${run.context.traceId}-${run.context.spanId}-01`, sent: undefined, recording: false });
   expect(memory.getFinishedSpans()).toEqual([]);
+  // Which activities are bookkeeping: every local one, and the gate's answers (an activity unless the gate drains).
+  expect([{ isLocal: true, activityType: 'askGate' }, { isLocal: false, activityType: 'answerDeliveries' }, { isLocal: false, activityType: 'quoteInGate' }].map(isBookkeeping)).toEqual([true, true, false]);
 });
 
 it('handles a signal from another trace in the run’s own, linked to the sender; one from its own trace as the sender’s child', async () => {
