@@ -1,9 +1,8 @@
 /**
  * What a traced worker adds to its Worker options: the activity interceptors (a RunActivity span
- * per attempt, child of the scheduling workflow's span, but none for bookkeeping; trace_id on
- * activity log lines) and, for
- * workers that run workflows, the sink through which the workflow sandbox hands its spans out
- * (workflows/trace-spans.ts sends them in the shape the SDK's own workflow interceptors send).
+ * per attempt, child of the scheduling workflow's span, none for bookkeeping; trace_id on activity
+ * log lines) and, for workers that run workflows, the sink through which the workflow sandbox hands
+ * its spans out (workflows/trace-spans.ts sends them in the shape the SDK's own workflow interceptors send).
  */
 import { context, createTraceState } from '@opentelemetry/api';
 import { suppressTracing } from '@opentelemetry/core';
@@ -31,10 +30,9 @@ export function tracedWorkerOptions(tracing: Tracing | undefined, runsWorkflows:
   };
 }
 
-/** The gate's answers to the deliveries it served: a local activity while it drains for continue-as-new, an activity otherwise. */
 const ANSWERS = 'answerDeliveries' satisfies keyof GateActivities;
 
-/** Local activities (the start's checks, the pacing settings, the ask to the gate, the gate's answers while it drains) and the gate's answers. */
+/** Local activities (the start's checks, the pacing settings, the ask to the gate) and the gate's answers (an activity unless the gate drains for continue-as-new). */
 export const isBookkeeping = (info: { isLocal: boolean; activityType: string }): boolean => info.isLocal || info.activityType === ANSWERS;
 
 /**
