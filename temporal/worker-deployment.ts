@@ -220,7 +220,7 @@ export async function missingTaskQueues(service: Service, namespace: string, v: 
 }
 
 /** The version's queues without a poller of it yet, from the task queues themselves (matching: no query of the deployment's workflow). */
-async function unpolledTaskQueues(service: Service, namespace: string, v: DeploymentVersion, taskQueue: string): Promise<string[]> {
+export async function unpolledTaskQueues(service: Service, namespace: string, v: DeploymentVersion, taskQueue: string): Promise<string[]> {
   const unpolled: string[] = [];
   for (const q of versionTaskQueues(taskQueue)) {
     const taskQueueType = q.type === 'workflow' ? TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW : TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY;
@@ -230,26 +230,15 @@ async function unpolledTaskQueues(service: Service, namespace: string, v: Deploy
   return unpolled;
 }
 
-/**
- * Waits until the version's workers poll every queue of `taskQueue` (the server registers a version's
- * queues as they first poll). Each describe is a query of the deployment's own workflow, whose
- * buffer fills (an error in the server's log) while workers starting together register their
- * queues: `quiet` describes only once they all poll.
- */
-export async function waitForVersion(service: Service, namespace: string, v: DeploymentVersion, taskQueue: string, timeoutMs = 60_000, { quiet = false } = {}): Promise<void> {
+/** Waits until the version's workers poll every queue of `taskQueue` (the server registers a version's queues as they first poll). */
+export async function waitForVersion(service: Service, namespace: string, v: DeploymentVersion, taskQueue: string, timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  let described = false;
   for (;;) {
-    // quiet (a stack starting its workers together): the deployment is described only once every queue has a poller of the version.
-    const unpolled = quiet ? await unpolledTaskQueues(service, namespace, v, taskQueue) : [];
-    // Their registration follows the first polls: give it a moment before asking the deployment.
-    if (quiet && unpolled.length === 0 && !described) await new Promise((r) => setTimeout(r, 2_000));
-    const missing = unpolled.length > 0 ? unpolled : await missingTaskQueues(service, namespace, v, taskQueue);
-    described ||= unpolled.length === 0;
+    const missing = await missingTaskQueues(service, namespace, v, taskQueue);
     if (missing.length === 0) return;
     if (Date.now() > deadline) throw new Error(`version ${versionLabel(v)} has no worker polling ${missing.join(', ')}: start its workers first`);
     // Not faster: the server answers describes through the deployment's workflow, whose query buffer fills.
-    await new Promise((r) => setTimeout(r, quiet ? 2_000 : 1_000));
+    await new Promise((r) => setTimeout(r, 1_000));
   }
 }
 
@@ -269,29 +258,54 @@ const ROUTING_TIMEOUT_MS = 60_000;
 /** A progress line at most this often while waiting. */
 const PROGRESS_EVERY_MS = 5_000;
 
+/** Where a wait for a routing change reads: the deployment's routing, and the workflow queues of the versions involved. */
+export interface RoutingLook {
+  deployment(): Promise<Routing | undefined>;
+  workflowQueues(buildIds: readonly string[]): Promise<Iterable<string>>;
+}
+
+/** The deployment and its versions as the server's describe answers them (the rollout command's view). */
+function describedLook(service: Service, namespace: string, deploymentName: string): RoutingLook {
+  return {
+    deployment: () => describeDeployment(service, namespace, deploymentName),
+    workflowQueues: async (buildIds) => {
+      const queues = new Set<string>();
+      for (const buildId of buildIds) {
+        // Current or ramping, so it exists: NotFound is its workflow continuing as new (describeDeployment says more). Asked again, briefly.
+        let described = await describeVersion(service, namespace, { deploymentName, buildId });
+        for (let waitedMs = 0; !described && waitedMs < DESCRIBE_PATIENCE_MS; waitedMs += DESCRIBE_RETRY_MS) {
+          await new Promise((resolve) => setTimeout(resolve, DESCRIBE_RETRY_MS));
+          described = await describeVersion(service, namespace, { deploymentName, buildId });
+        }
+        if (!described) throw new Error(`version ${versionLabel({ deploymentName, buildId })} is routed to but cannot be described`);
+        for (const q of described.taskQueues) if (q.type === 'workflow') queues.add(q.name);
+      }
+      return queues;
+    },
+  };
+}
+
 /**
  * The server answers a routing change before everything shows it: the deployment's listing is a
  * moment behind (its workflow continued as new), and the task queues get the routing from the
  * matching service in the background (a workflow started at once may still start on the version
- * before). Waits, bounded, until the deployment describes `want` and every workflow queue of the
+ * before). Waits, bounded, until the deployment shows `want` and every workflow queue of the
  * versions involved routes the same, so whatever runs next (an operator's script that stops the
  * old workers) sees the switch. (After a ramp is ended, the dev server 1.29.1 still started about
- * one new workflow in ten on the ramped build, seconds later; each finishes on the build it started on.)
+ * one in ten new workflows on the ramped build, seconds later; each finishes on the build it started on.)
  */
-async function routingPropagated(service: Service, namespace: string, deploymentName: string, want: Routing, progress?: Progress, timeoutMs = ROUTING_TIMEOUT_MS): Promise<void> {
+export async function routingPropagated(service: Service, namespace: string, deploymentName: string, want: Routing, look: RoutingLook, progress?: Progress, timeoutMs = ROUTING_TIMEOUT_MS): Promise<void> {
   const started = Date.now();
   let reported = started;
   const key = (current: string | null | undefined, ramping: string | null | undefined, percentage: number | null | undefined) => `${current ?? ''}|${ramping ?? ''}|${ramping ? (percentage ?? 0) : 0}`;
   const wanted = key(want.current, want.ramping?.buildId, want.ramping?.percentage);
   const label = `${want.current ?? 'unversioned'} current${want.ramping ? `, ${want.ramping.buildId} ramping at ${want.ramping.percentage} %` : ''}`;
   for (;;) {
-    const state = await describeDeployment(service, namespace, deploymentName);
-    let lagging: string | undefined = key(state?.current, state?.ramping?.buildId, state?.ramping?.percentage) === wanted ? undefined : `the deployment (describe shows ${state ? `${state.current ?? 'unversioned'} current${state.ramping ? `, ${state.ramping.buildId} ramping` : ''}` : 'nothing yet'})`;
+    const state = await look.deployment();
+    let lagging: string | undefined = key(state?.current, state?.ramping?.buildId, state?.ramping?.percentage) === wanted ? undefined : `the deployment (it shows ${state ? `${state.current ?? 'unversioned'} current${state.ramping ? `, ${state.ramping.buildId} ramping` : ''}` : 'nothing yet'})`;
     if (!lagging) {
       const involved = [want.current, want.ramping?.buildId].filter((b): b is string => !!b);
-      const queues = new Set<string>();
-      for (const buildId of involved) for (const q of (await describeVersion(service, namespace, { deploymentName, buildId }))?.taskQueues ?? []) if (q.type === 'workflow') queues.add(q.name);
-      for (const name of queues) {
+      for (const name of await look.workflowQueues(involved)) {
         const { versioningInfo: r } = await service.describeTaskQueue({ namespace, taskQueue: { name }, taskQueueType: TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW });
         if (key(r?.currentDeploymentVersion?.buildId, r?.rampingDeploymentVersion?.buildId, r?.rampingVersionPercentage) !== wanted) lagging = `task queue ${name}`;
       }
@@ -314,7 +328,7 @@ export async function setCurrentVersion(service: Service, namespace: string, v: 
   const state = await describeDeployment(service, namespace, v.deploymentName);
   if (state?.current === v.buildId && !state.ramping) return { previous: v.buildId };
   const answer = await service.setWorkerDeploymentCurrentVersion({ namespace, deploymentName: v.deploymentName, buildId: v.buildId, identity: IDENTITY });
-  await routingPropagated(service, namespace, v.deploymentName, { current: v.buildId }, progress);
+  await routingPropagated(service, namespace, v.deploymentName, { current: v.buildId }, describedLook(service, namespace, v.deploymentName), progress);
   return { previous: answer.previousDeploymentVersion?.buildId ?? undefined };
 }
 
@@ -322,7 +336,7 @@ export async function setCurrentVersion(service: Service, namespace: string, v: 
 export async function setRampingVersion(service: Service, namespace: string, deploymentName: string, buildId: string | undefined, percentage: number, progress?: Progress): Promise<void> {
   const before = await describeDeployment(service, namespace, deploymentName);
   await service.setWorkerDeploymentRampingVersion({ namespace, deploymentName, buildId: buildId ?? '', percentage: buildId ? percentage : 0, identity: IDENTITY });
-  await routingPropagated(service, namespace, deploymentName, { current: before?.current, ramping: buildId ? { buildId, percentage } : undefined }, progress);
+  await routingPropagated(service, namespace, deploymentName, { current: before?.current, ramping: buildId ? { buildId, percentage } : undefined }, describedLook(service, namespace, deploymentName), progress);
 }
 
 /** Pollers heard from in this long count as alive (a long poll is renewed within about a minute). */
