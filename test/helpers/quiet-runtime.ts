@@ -21,7 +21,15 @@ function toTest(entry: LogEntry): void {
 
 try {
   // The SDK core's warnings too, as the worker's (e.g. the replay the versioning test expects to fail).
-  Runtime.install({ logger: new ExpectedNoticesAtDebug(new DefaultLogger('WARN', toTest)), telemetryOptions: { logging: FORWARDED_CORE_LOGS } });
-} catch {
-  // Already installed by an earlier test file in this jest worker process.
+  const runtime = Runtime.install({ logger: new ExpectedNoticesAtDebug(new DefaultLogger('WARN', toTest)), telemetryOptions: { logging: FORWARDED_CORE_LOGS } });
+  // Installed for its options only: the SDK remembers them, and the first worker or native
+  // connection of the file gets a runtime with them, shut down when its last one closes. One left
+  // running (a file that starts neither) holds a native handle for its log forwarding, and the
+  // process never exits: a single file run hangs; in a full run, jest kills that worker ("failed
+  // to exit gracefully"). Synchronous, as nothing uses it yet. (Protected in the SDK's types: the
+  // only way to end an idle runtime; the SDK ends it the same way when a file's last worker closes.)
+  void (runtime as unknown as { shutdownIfIdle(): Promise<void> }).shutdownIfIdle();
+} catch (err) {
+  // A runtime of an earlier test file in this jest worker process is still in use.
+  if (!/already been (installed|instantiated)/.test((err as Error).message)) throw err;
 }
