@@ -41,7 +41,7 @@ export async function makeStackVersionCurrent(temporalEnv: Record<string, string
 }
 
 /** Makes `v` current once its workers poll every queue and the deployment knows it; the version current before. */
-async function makeCurrent(service: Service, namespace: string, v: DeploymentVersion, taskQueue: string): Promise<string | undefined> {
+export async function makeCurrent(service: Service, namespace: string, v: DeploymentVersion, taskQueue: string): Promise<string | undefined> {
   const started = Date.now();
   for (;;) {
     const unpolled = await unpolledTaskQueues(service, namespace, v, taskQueue);

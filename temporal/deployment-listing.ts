@@ -47,7 +47,9 @@ export async function pinnedElsewhere(service: Service, namespace: string, v: De
     const { executions } = await service.listWorkflowExecutions({ namespace, query, pageSize: 1 });
     const field = executions?.[0]?.searchAttributes?.indexedFields?.TemporalWorkerDeploymentVersion;
     if (!field?.data) break;
-    const label = JSON.parse(Buffer.from(field.data).toString('utf8')) as string;
+    const label = JSON.parse(Buffer.from(field.data).toString('utf8')) as unknown;
+    // A label this query cannot name (a quote: another team's build id) or one already excluded ends the search rather than repeating it.
+    if (typeof label !== 'string' || label.includes("'") || labels.includes(label)) break;
     labels.push(label);
     const { count } = await service.countWorkflowExecutions({ namespace, query: `${open} AND TemporalWorkerDeploymentVersion = '${label}'` });
     if (Number(count ?? 0) > 0) out.push({ version: { deploymentName: v.deploymentName, buildId: label.slice(v.deploymentName.length + 1) }, openPinned: Number(count) });
