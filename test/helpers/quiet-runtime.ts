@@ -11,7 +11,9 @@ import { DefaultLogger, Runtime, type LogEntry } from '@temporalio/worker';
 import { ExpectedNoticesAtDebug, FORWARDED_CORE_LOGS } from '../../worker/logging';
 
 /** Jest's own global, outside every test file's sandbox: where the environment of the file under way leaves its sink. */
-const jestGlobal = runInThisContext('globalThis') as { __quietTestLog?: (text: string) => void };
+const jestGlobal = runInThisContext('globalThis') as { __quietTestLog?: (text: string) => void; __testFileRuntime?: typeof Runtime };
+// For the environment's check that the file closed every worker and native connection (quiet-environment.js).
+jestGlobal.__testFileRuntime = Runtime;
 
 function toTest(entry: LogEntry): void {
   const text = `${new Date(Number(entry.timestampNanos / 1_000_000n)).toISOString()} [${entry.level}] ${entry.message}${entry.meta && Object.keys(entry.meta).length ? ` ${inspect(entry.meta, { breakLength: Infinity, depth: 4 })}` : ''}`;
