@@ -308,7 +308,8 @@ export class DeliveryClient {
     const out: DeliverySummary[] = [];
     for await (const wf of this.temporal.workflow.list({ query: clauses.join(' AND ') })) {
       const parsed = parseDeliveryWorkflowId(wf.workflowId);
-      if (account !== undefined && parsed !== undefined && parsed.account !== account) continue;
+      // An ID not of our forms (a start the workflow refused) is this account's only if its attribute says so.
+      if (account !== undefined && (parsed ? parsed.account : wf.typedSearchAttributes.get(SearchAttributes.DeliveryAccount)) !== account) continue;
       out.push({
         reference: parsed?.reference ?? wf.workflowId,
         account: parsed?.account ?? wf.typedSearchAttributes.get(SearchAttributes.DeliveryAccount) ?? DEFAULT_ACCOUNT,
