@@ -4,7 +4,7 @@
  * verifies each request with the independent `standardwebhooks` package) by signed webhook.
  */
 import { getEventListeners } from 'node:events';
-import { Worker } from '@temporalio/worker';
+import { NativeConnection, Worker } from '@temporalio/worker';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { DeliveryRequestRejectedError, InvalidInputError } from '../../client/delivery-client';
 import type { DeliveryNotification } from '../../contract/delivery-types';
@@ -30,6 +30,7 @@ let orders: Receiver; // answers 204
 let flaky: Receiver; // answers 503 while `flakyDown`
 let gone: Receiver; // answers 410 from the third notification on
 let flakyDown = true;
+let orderConnection: NativeConnection;
 let orderWorker: Worker;
 let orderWorkerRun: Promise<void>;
 let orderTaskQueue: string;
@@ -48,8 +49,9 @@ beforeAll(async () => {
   const notify: NotifyConfig = { endpoints: new Map([endpoint('orders', orders), endpoint('flaky', flaky), endpoint('gone', gone)]), retryScheduleMs: [200, 400, 800] };
   stack = await startStack({ notify, workers: { metrics } });
   orderTaskQueue = uniqueTaskQueue('orders');
+  orderConnection = await testNativeConnection();
   orderWorker = await Worker.create({
-    connection: await testNativeConnection(),
+    connection: orderConnection,
     namespace: testServerAddress().namespace,
     taskQueue: orderTaskQueue,
     workflowsPath: require.resolve('./fixtures/order-workflows'),
@@ -60,6 +62,7 @@ beforeAll(async () => {
 afterAll(async () => {
   orderWorker?.shutdown();
   await orderWorkerRun;
+  await orderConnection?.close();
   await stack?.stop();
   await Promise.all([orders, flaky, gone].map((r) => r?.close()));
 });
