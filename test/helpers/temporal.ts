@@ -21,18 +21,19 @@ export async function testNativeConnection(address = testServerAddress().address
   return NativeConnection.connect({ address });
 }
 
-/** A task queue no other test file uses, so workers of different files never share work. */
 /**
  * The worker deployment of one test stack's worker processes (WORKER_DEPLOYMENT_NAME), as each
- * production stack has its own. The server registers at most 100 task queues in one version
- * (matching.maxTaskQueuesInDeploymentVersion), and every stack of a run sharing the default
- * deployment's one version on the run's dev server filled it: a later stack's workers could not
- * register their queues and took no task (the tracing test waited out its 240 s once).
+ * production stack has its own. The server registers at most 100 task queue names in one version
+ * (matching.maxTaskQueuesInDeploymentVersion), and a run's stacks, all one version of the default
+ * deployment on the run's dev server, came to about that many by the end of the run: a later
+ * stack's workers could not have registered theirs (probably why the tracing test's delivery once
+ * never started in 240 s).
  */
 export function testDeploymentName(taskQueue: string): string {
   return `test-${taskQueue}`.replace(/[^A-Za-z0-9_-]/g, '-').slice(0, 100);
 }
 
+/** A task queue no other test file uses, so workers of different files never share work. */
 export function uniqueTaskQueue(prefix: string): string {
   return `${prefix}-${randomUUID().slice(0, 8)}`;
 }
