@@ -92,8 +92,14 @@ it('one delivery is one trace from the order system’s start to the courier’s
   // The order system: the CLI, with its own service name.
   const env = { ...process.env, ...procs.env, OTEL_EXPORTER_OTLP_ENDPOINT: jaeger.otlpUrl, OTEL_SERVICE_NAME: 'order-system' };
   await run(process.execPath, [join(ROOT, 'client/delivery.js'), 'create', '--reference', reference, '--order', orderFile], { env, timeout: 90_000 });
-  const result = (await temporal.workflow.getHandle(workflowId).result()) as { status: string };
-  expect(result.status).toBe('DELIVERED');
+  // Bounded, so a delivery that stalls says where (the test once waited out its 240 s here, cause not found).
+  const handle = temporal.workflow.getHandle(workflowId);
+  const outcome = await Promise.race([handle.result() as Promise<{ status: string }>, new Promise<'stalled'>((resolve) => setTimeout(() => resolve('stalled'), 150_000).unref())]);
+  if (outcome === 'stalled') {
+    const described = await handle.describe().then((d) => d.status.name, (err: Error) => err.message);
+    throw new Error(`${workflowId} did not end within 150 s (${described}); the worker's last lines:\n${procs.worker!.output().slice(-6_000)}`);
+  }
+  expect(outcome.status).toBe('DELIVERED');
 
   // The courier saw a traceparent on the quote and the creation; both name the same trace.
   const calls = (await procs.sim.requests()).slice(since).filter((r) => r.method === 'POST' && (r.path === '/v1/quotes' || r.path === '/v1/deliveries'));
