@@ -6,7 +6,7 @@ import { generatePayloadKey, dataConverterFromEnv } from '../../temporal/payload
 import { generateWebhookSecret } from '../../provider/webhook-signature';
 import { ENTRY, ProcessGroup, workflowBundleFile, type RunningProcess } from '../../scripts/processes';
 import { freePort } from '../../scripts/temporal-dev-server';
-import { testDeploymentName } from './temporal';
+import { testDeployment } from './temporal';
 import { runBundleFile } from './workflow-bundle';
 import type { DeliveryRecord, OrderRecord } from '../../provider/schemas';
 import type { RequestLogEntry } from '../../simulator/context';
@@ -58,7 +58,7 @@ export class DeliveryProcesses {
       TEMPORAL_ADDRESS: o.temporalAddress,
       TEMPORAL_NAMESPACE: o.namespace,
       DELIVERY_TASK_QUEUE: this.taskQueue,
-      WORKER_DEPLOYMENT_NAME: testDeploymentName(this.taskQueue),
+      ...testDeployment(this.taskQueue),
       DELIVERY_API_URL: this.simUrl,
       DELIVERY_API_KEY: 'sandbox-key',
       DELIVERY_PAYLOAD_KEYS: generatePayloadKey(o.prefix.replace(/[^A-Za-z0-9_.-]/g, '').slice(0, 32) || 'test'),

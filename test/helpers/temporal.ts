@@ -4,6 +4,7 @@ import { Client, Connection } from '@temporalio/client';
 import { connectClient } from '../../temporal/client-connection';
 import type { DataConverter } from '@temporalio/common';
 import { NativeConnection } from '@temporalio/worker';
+import { defaultBuildId } from '../../temporal/worker-deployment';
 
 export function testServerAddress(): { address: string; namespace: string } {
   const address = process.env.TEMPORAL_ADDRESS;
@@ -22,15 +23,19 @@ export async function testNativeConnection(address = testServerAddress().address
 }
 
 /**
- * The worker deployment of one test stack's worker processes (WORKER_DEPLOYMENT_NAME), as each
- * production stack has its own. The server registers at most 100 task queue names in one version
- * (matching.maxTaskQueuesInDeploymentVersion), and a run's stacks, all one version of the default
- * deployment on the run's dev server, came to about that many by the end of the run: a later
- * stack's workers could not have registered theirs (probably why the tracing test's delivery once
- * never started in 240 s).
+ * The worker deployment of one test stack's worker processes (WORKER_DEPLOYMENT_NAME and
+ * WORKER_BUILD_ID), as each production stack has its own:
+ * - a deployment per stack: the server registers at most 100 task queue names in one version
+ *   (matching.maxTaskQueuesInDeploymentVersion) and silently never routes to a queue past that
+ *   (its workers poll, its workflows never start). A full run's stacks, all one version of one
+ *   deployment, came to 99 names (2026-11-27, counted at the run's end): one stack short of it;
+ * - one build id for the stack's life: a worker it restarts after a commit (or an edit of the
+ *   workflow sources) would otherwise come back as a new version that `if-none` does not make
+ *   current, and the stack's new deliveries would wait for the old one's gone workers. The
+ *   stacks run the run's prebuilt bundle, so the code is the same either way.
  */
-export function testDeploymentName(taskQueue: string): string {
-  return `test-${taskQueue}`.replace(/[^A-Za-z0-9_-]/g, '-').slice(0, 100);
+export function testDeployment(taskQueue: string): { WORKER_DEPLOYMENT_NAME: string; WORKER_BUILD_ID: string } {
+  return { WORKER_DEPLOYMENT_NAME: `test-${taskQueue}`.replace(/[^A-Za-z0-9_-]/g, '-').slice(0, 100), WORKER_BUILD_ID: defaultBuildId() };
 }
 
 /** A task queue no other test file uses, so workers of different files never share work. */

@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { ROOT } from '../../scripts/processes';
-import { testDeploymentName, testServerAddress, uniqueTaskQueue } from '../helpers/temporal';
+import { testDeployment, testServerAddress, uniqueTaskQueue } from '../helpers/temporal';
 
 /** Running: in /proc and not a zombie (a killed process waits there until its parent, or init, reaps it). */
 const alive = (pid: number) => {
@@ -23,7 +23,7 @@ const alive = (pid: number) => {
 it('kills a running worker and the grandchild of another child, leaving none behind', async () => {
   const { address, namespace } = testServerAddress();
   const taskQueue = uniqueTaskQueue('watchdog');
-  const env: NodeJS.ProcessEnv = { ...process.env, TEMPORAL_ADDRESS: address, TEMPORAL_NAMESPACE: namespace, DELIVERY_TASK_QUEUE: taskQueue, WORKER_DEPLOYMENT_NAME: testDeploymentName(taskQueue) };
+  const env: NodeJS.ProcessEnv = { ...process.env, TEMPORAL_ADDRESS: address, TEMPORAL_NAMESPACE: namespace, DELIVERY_TASK_QUEUE: taskQueue, ...testDeployment(taskQueue) };
   delete env.NODE_OPTIONS;
   const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', join(ROOT, 'test/fixtures/watchdog-run.ts')], { cwd: ROOT, env, timeout: 90_000 });
   const r = JSON.parse(stdout.trim().split('\n').at(-1)!) as { worker: number; shell: number; grandchild: number; found: number[]; killed: number[]; workerSignal: string };

@@ -22,7 +22,7 @@ import { deliveryRequest, destination } from '../fixtures/orders';
 import { hasLoneMarkerTask, recordHistories, unreplayable } from '../helpers/histories';
 import { ENTRY, ProcessGroup, type RunningProcess } from '../../scripts/processes';
 import { eventually } from '../helpers/stack';
-import { testDeploymentName, testServerAddress, uniqueTaskQueue } from '../helpers/temporal';
+import { testDeployment, testServerAddress, uniqueTaskQueue } from '../helpers/temporal';
 import { workflowBundle } from '../helpers/workers';
 
 const SCALE = 60;
@@ -76,7 +76,7 @@ async function setUp(sim: Simulator, callTimeoutMs: number, limits = LIMITS, clo
     TEMPORAL_ADDRESS: testServerAddress().address,
     TEMPORAL_NAMESPACE: testServerAddress().namespace,
     DELIVERY_TASK_QUEUE: taskQueue,
-    WORKER_DEPLOYMENT_NAME: testDeploymentName(taskQueue),
+    ...testDeployment(taskQueue),
     DELIVERY_API_URL: url,
     DELIVERY_API_KEY: KEY,
     DELIVERY_API_TIMEOUT_MS: String(callTimeoutMs - 500),

@@ -15,7 +15,7 @@ import { freePort } from '../../scripts/temporal-dev-server';
 import { deliveryRequest } from '../fixtures/orders';
 import { ENTRY, ProcessGroup, removeWorkflowBundleFile, ROOT, workflowBundleFile } from '../../scripts/processes';
 import { parsePrometheusText } from '../helpers/prometheus';
-import { testClient, testDeploymentName, testServerAddress } from '../helpers/temporal';
+import { testClient, testDeployment, testServerAddress } from '../helpers/temporal';
 import { eventually } from '../helpers/stack';
 import { writeFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -55,7 +55,7 @@ beforeAll(async () => {
     TEMPORAL_ADDRESS: address,
     TEMPORAL_NAMESPACE: namespace,
     DELIVERY_TASK_QUEUE: taskQueue,
-    WORKER_DEPLOYMENT_NAME: testDeploymentName(taskQueue),
+    ...testDeployment(taskQueue),
     DELIVERY_API_URL: simUrl,
     DELIVERY_API_KEY: API_KEY,
     DELIVERY_PAYLOAD_KEYS: PAYLOAD_KEYS,

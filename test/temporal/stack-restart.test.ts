@@ -18,7 +18,7 @@ import { StateFileSchema } from '../../simulator/persistence';
 import type { WebhookAttempt } from '../../simulator/webhooks';
 import { freePort, stopProcess } from '../../scripts/temporal-dev-server';
 import { deliveryRequest } from '../fixtures/orders';
-import { testClient, testDeploymentName, testServerAddress, uniqueTaskQueue } from '../helpers/temporal';
+import { testClient, testDeployment, testServerAddress, uniqueTaskQueue } from '../helpers/temporal';
 import { runBundleFile } from '../helpers/workflow-bundle';
 
 const ROOT = join(__dirname, '../..');
@@ -87,7 +87,7 @@ beforeAll(async () => {
     TEMPORAL_ADDRESS: address,
     TEMPORAL_NAMESPACE: namespace,
     DELIVERY_TASK_QUEUE: taskQueue,
-    WORKER_DEPLOYMENT_NAME: testDeploymentName(taskQueue),
+    ...testDeployment(taskQueue),
     DELIVERY_API_URL: simUrl,
     DELIVERY_API_KEY: 'sandbox-key',
     DELIVERY_PAYLOAD_KEYS: '', // no encryption: the test's client reads the results as they are
