@@ -1,5 +1,5 @@
 /**
- * The Temporal runtime of a test process (one per jest worker, installed by its first test file):
+ * The Temporal runtime of a test file (a setup file: jest loads it, and the SDK, afresh for each):
  * no INFO chatter; its warnings and errors (an activity's failure, a slow workflow task) go to the
  * test under way, which test/helpers/quiet-environment.js prints only if it fails. The SDK's
  * notice, once per worker, that an activity-only worker polls no workflow tasks (every test stack
@@ -21,17 +21,12 @@ function toTest(entry: LogEntry): void {
   else process.stderr.write(`${text}\n`);
 }
 
-try {
-  // The SDK core's warnings too, as the worker's (e.g. the replay the versioning test expects to fail).
-  const runtime = Runtime.install({ logger: new ExpectedNoticesAtDebug(new DefaultLogger('WARN', toTest)), telemetryOptions: { logging: FORWARDED_CORE_LOGS } });
-  // Installed for its options only: the SDK remembers them, and the first worker or native
-  // connection of the file gets a runtime with them, shut down when its last one closes. One left
-  // running (a file that starts neither) holds a native handle for its log forwarding, and the
-  // process never exits: a single file run hangs; in a full run, jest kills that worker ("failed
-  // to exit gracefully"). Synchronous, as nothing uses it yet. (Protected in the SDK's types: the
-  // only way to end an idle runtime; the SDK ends it the same way when a file's last worker closes.)
-  void (runtime as unknown as { shutdownIfIdle(): Promise<void> }).shutdownIfIdle();
-} catch (err) {
-  // A runtime of an earlier test file in this jest worker process is still in use.
-  if (!/already been (installed|instantiated)/.test((err as Error).message)) throw err;
-}
+// The SDK core's warnings too, as the worker's (e.g. the replay the versioning test expects to fail).
+const runtime = Runtime.install({ logger: new ExpectedNoticesAtDebug(new DefaultLogger('WARN', toTest)), telemetryOptions: { logging: FORWARDED_CORE_LOGS } });
+// Installed for its options only: the SDK remembers them, and the first worker or native
+// connection of the file gets a runtime with them, shut down when its last one closes. One left
+// running (a file that starts neither) holds a native handle for its log forwarding, and the
+// process never exits: a single file run hangs; in a full run, jest kills that worker ("failed
+// to exit gracefully"). Synchronous, as nothing uses it yet. (Protected in the SDK's types: the
+// only way to end an idle runtime; the SDK ends it the same way when a file's last worker closes.)
+void (runtime as unknown as { shutdownIfIdle(): Promise<void> }).shutdownIfIdle();
