@@ -96,8 +96,11 @@ it('one delivery is one trace from the order system’s start to the courier’s
   const handle = temporal.workflow.getHandle(workflowId);
   const outcome = await Promise.race([handle.result() as Promise<{ status: string }>, new Promise<'stalled'>((resolve) => setTimeout(() => resolve('stalled'), 150_000).unref())]);
   if (outcome === 'stalled') {
+    // Where it waits: never started (routing), at the gate, or at a status whose webhook failed (its retries come 5 s, 30 s, 120 s … apart).
     const described = await handle.describe().then((d) => d.status.name, (err: Error) => err.message);
-    throw new Error(`${workflowId} did not end within 150 s (${described}); the worker's last lines:\n${procs.worker!.output().slice(-6_000)}`);
+    const status = await handle.query<{ status?: string }>('status').then((q) => q.status, (err: Error) => err.message);
+    const webhooks = await procs.sim.webhooks().then((w) => JSON.stringify(w.events).slice(-3_000), (err: Error) => err.message);
+    throw new Error(`${workflowId} did not end within 150 s (${described}, status ${status}); the simulator's webhooks: ${webhooks}\nthe bridge's last lines:\n${procs.bridge!.output().slice(-3_000)}\nthe worker's last lines:\n${procs.worker!.output().slice(-6_000)}`);
   }
   expect(outcome.status).toBe('DELIVERED');
 
