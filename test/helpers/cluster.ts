@@ -25,6 +25,7 @@ import { ENTRY, SupervisedStack, workflowBundleFile, type ProcessGroup } from '.
 import type { PartStatus } from '../../scripts/supervisor';
 import { SimulatorControl } from './processes';
 import { makeStackVersionCurrent } from '../../scripts/deployment-on-start';
+import { defaultBuildId } from '../../temporal/worker-deployment';
 import { runBundleFile } from './workflow-bundle';
 
 export interface ClusterStackOptions {
@@ -97,6 +98,8 @@ export class ClusterStack {
       TEMPORAL_ADDRESS: this.cluster.address,
       TEMPORAL_NAMESPACE: this.cluster.namespace,
       DELIVERY_TASK_QUEUE: `cluster-${Date.now().toString(36)}`,
+      // One build id for the stack's life: a worker the supervisor restarts after a commit stays this version (helpers/temporal.ts, testDeployment).
+      WORKER_BUILD_ID: defaultBuildId(),
       DELIVERY_API_URL: `http://127.0.0.1:${simPort}`,
       DELIVERY_API_KEY: 'sandbox-key',
       DELIVERY_PAYLOAD_KEYS: generatePayloadKey('cluster'),
