@@ -31,8 +31,9 @@ export async function testNativeConnection(address = testServerAddress().address
  *   deployment, came to 99 names (2026-11-27, counted at the run's end): one stack short of it;
  * - one build id for the stack's life: a worker it restarts after a commit (or an edit of the
  *   workflow sources) would otherwise come back as a new version that `if-none` does not make
- *   current, and the stack's new deliveries would wait for the old one's gone workers. The
- *   stacks run the run's prebuilt bundle, so the code is the same either way.
+ *   current, and the stack's new deliveries would wait for the old one's gone workers. Stacks
+ *   load the run's prebuilt bundle (processes.test.ts: one it makes at its start), so a restarted
+ *   worker runs the code its build id names.
  */
 export function testDeployment(taskQueue: string): { WORKER_DEPLOYMENT_NAME: string; WORKER_BUILD_ID: string } {
   return { WORKER_DEPLOYMENT_NAME: `test-${taskQueue}`.replace(/[^A-Za-z0-9_-]/g, '-').slice(0, 100), WORKER_BUILD_ID: defaultBuildId() };
