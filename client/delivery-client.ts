@@ -309,10 +309,11 @@ export class DeliveryClient {
     for await (const wf of this.temporal.workflow.list({ query: clauses.join(' AND ') })) {
       const parsed = parseDeliveryWorkflowId(wf.workflowId);
       // An ID not of our forms (a start the workflow refused) is this account's only if its attribute says so.
-      if (account !== undefined && (parsed ? parsed.account : wf.typedSearchAttributes.get(SearchAttributes.DeliveryAccount)) !== account) continue;
+      const owner = parsed?.account ?? wf.typedSearchAttributes.get(SearchAttributes.DeliveryAccount);
+      if (account !== undefined && owner !== account) continue;
       out.push({
         reference: parsed?.reference ?? wf.workflowId,
-        account: parsed?.account ?? wf.typedSearchAttributes.get(SearchAttributes.DeliveryAccount) ?? DEFAULT_ACCOUNT,
+        account: owner ?? DEFAULT_ACCOUNT,
         workflowId: wf.workflowId,
         workflowStatus: wf.status.name,
         deliveryStatus: wf.typedSearchAttributes.get(SearchAttributes.DeliveryStatus),

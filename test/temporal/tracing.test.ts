@@ -98,7 +98,8 @@ it('one delivery is one trace from the order system’s start to the courier’s
   if (outcome === 'stalled') {
     // Where it waits: never started (routing), at the gate, or at a status whose webhook failed (its retries come 5 s, 30 s, 120 s … apart).
     const described = await handle.describe().then((d) => d.status.name, (err: Error) => err.message);
-    const status = await handle.query<{ status?: string }>('status').then((q) => q.status, (err: Error) => err.message);
+    // Bounded: a query waits for a worker to answer it, and a run that never started has none.
+    const status = await temporal.withDeadline(Date.now() + 10_000, () => handle.query<{ status?: string }>('status')).then((q) => q.status, (err: Error) => err.message);
     const webhooks = await procs.sim.webhooks().then((w) => JSON.stringify(w.events).slice(-3_000), (err: Error) => err.message);
     throw new Error(`${workflowId} did not end within 150 s (${described}, status ${status}); the simulator's webhooks: ${webhooks}\nthe bridge's last lines:\n${procs.bridge!.output().slice(-3_000)}\nthe worker's last lines:\n${procs.worker!.output().slice(-6_000)}`);
   }
