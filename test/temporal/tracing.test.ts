@@ -18,6 +18,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Client } from '@temporalio/client';
+import { temporal as proto } from '@temporalio/proto';
 import { connectClient } from '../../temporal/client-connection';
 import { ensureJaeger, startJaeger, type RunningJaeger } from '../../scripts/jaeger';
 import { removeWorkflowBundleFile, ROOT } from '../../scripts/processes';
@@ -100,8 +101,12 @@ it('one delivery is one trace from the order system’s start to the courier’s
     const described = await handle.describe().then((d) => d.status.name, (err: Error) => err.message);
     // Bounded: a query waits for a worker to answer it, and a run that never started has none.
     const status = await temporal.withDeadline(Date.now() + 10_000, () => handle.query<{ status?: string }>('status')).then((q) => q.status, (err: Error) => err.message);
+    // A run that never started: who polls its queue, and which version the queue routes new runs to (none: unversioned pollers only).
+    const queue = await temporal.workflowService
+      .describeTaskQueue({ namespace: testServerAddress().namespace, taskQueue: { name: procs.taskQueue }, taskQueueType: proto.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW })
+      .then((d) => JSON.stringify({ pollers: d.pollers?.map((p) => ({ identity: p.identity, deployment: p.deploymentOptions })), routing: d.versioningInfo }), (err: Error) => err.message);
     const webhooks = await procs.sim.webhooks().then((w) => JSON.stringify(w.events).slice(-3_000), (err: Error) => err.message);
-    throw new Error(`${workflowId} did not end within 150 s (${described}, status ${status}); the simulator's webhooks: ${webhooks}\nthe bridge's last lines:\n${procs.bridge!.output().slice(-3_000)}\nthe worker's last lines:\n${procs.worker!.output().slice(-6_000)}`);
+    throw new Error(`${workflowId} did not end within 150 s (${described}, status ${status}); its queue: ${queue}; the simulator's webhooks: ${webhooks}\nthe bridge's last lines:\n${procs.bridge!.output().slice(-3_000)}\nthe worker's last lines:\n${procs.worker!.output().slice(-6_000)}`);
   }
   expect(outcome.status).toBe('DELIVERED');
 
