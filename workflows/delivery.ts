@@ -286,12 +286,13 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
   }
 
   /**
-   * After the end, the workflow stays open for `endGraceMs`, so that a status arriving late (a
+   * After the end, the workflow stays open for up to `endGraceMs`, so that a status arriving late (a
    * webhook retried after an outage) lands on the timeline and is told, not lost as workflow_closed.
-   * No grace (and no timer) when every earlier step is on the timeline already: no late status can come.
+   * It waits only while an earlier step is missing from the timeline: none at the end, no grace (and
+   * no timer); the last one heard, it closes (a webhook refused once and retried 5 s later cost 10 minutes).
    */
   async function endGrace(): Promise<void> {
-    if (followUp.endGraceMs > 0 && tracker.mayHearLate) await CancellationScope.nonCancellable(() => condition(() => false, followUp.endGraceMs, { summary: 'grace for late statuses' }));
+    if (followUp.endGraceMs > 0 && tracker.mayHearLate) await CancellationScope.nonCancellable(() => condition(() => !tracker.mayHearLate, followUp.endGraceMs, { summary: 'grace for late statuses' }));
   }
 
   /** The last notification, and every target has had it (or given up) before the workflow closes. */

@@ -21,6 +21,7 @@ import { recordHistories } from '../helpers/histories';
 import { setCurrentVersion, waitForVersion } from '../../temporal/worker-deployment';
 import { randomUUID } from 'node:crypto';
 import { SIGNAL_ENDPOINT, WorkerMetrics } from '../../metrics/worker-metrics';
+import { DEFAULT_FOLLOW_UP } from '../../workflows/delivery';
 import { parsePrometheusText } from '../helpers/prometheus';
 
 jest.setTimeout(120_000);
@@ -222,29 +223,31 @@ describe('notifications', () => {
     expect(stack.sim.requestLog(mark).filter((r) => r.path.startsWith('/v1/quotes') || r.path.startsWith('/v1/deliveries'))).toEqual([]);
   });
 
-  it('tell a status that arrives after the end, within the grace period, and put it on the timeline', async () => {
+  it('tell a status that arrives after the end, within the grace period, put it on the timeline, and end once nothing else can come', async () => {
     const reference = 'NOTIFY-LATE';
-    await stack.deliveries.startDelivery(deliveryRequest(), { reference, notify: { endpoint: 'orders' }, followUp: { endGraceMs: 8_000 } });
+    // The default grace (10 minutes): the run must end when the missing step is heard, not wait it out.
+    await stack.deliveries.startDelivery(deliveryRequest(), { reference, notify: { endpoint: 'orders' }, followUp: { endGraceMs: DEFAULT_FOLLOW_UP.endGraceMs } });
     const created = await createdDelivery(stack, reference);
     const destinationId = created.destinations[0]!.id;
-    // Its IN_TRANSIT webhook is lost in an outage (the provider retries it below, after the end).
+    // Every step but one heard: the delivery's UPCOMING webhook is lost in an outage (the provider retries it below, after the end).
+    for (const status of ['ASSIGNED', 'PICKED_UP']) stack.sim.advance(created.deliveryId!, { status });
     stack.sim.advance(created.deliveryId!, { destination_id: destinationId, status: 'DELIVERED' });
     driveToDelivered(stack.sim, created.deliveryId!);
     await eventually('the delivery to end', async () => (await stack.deliveries.getStatus(reference)).phase === 'ended');
 
     // A webhook retried after an outage: signed by the provider, through the bridge.
-    const body = JSON.stringify({ id: 'evt_late_in_transit', type: 'destination.status_changed', created_at: new Date().toISOString().replace(/\.\d{3}Z$/, 'Z'), data: { delivery_id: created.deliveryId, destination_id: destinationId, status: 'IN_TRANSIT' } });
-    const headers = signWebhook(stack.webhookSecret, 'evt_late_in_transit', Math.floor(Date.now() / 1000), body);
+    const body = JSON.stringify({ id: 'evt_late_upcoming', type: 'delivery.status_changed', created_at: new Date().toISOString().replace(/\.\d{3}Z$/, 'Z'), data: { delivery_id: created.deliveryId, status: 'UPCOMING' } });
+    const headers = signWebhook(stack.webhookSecret, 'evt_late_upcoming', Math.floor(Date.now() / 1000), body);
     const res = await fetch(stack.bridgeUrl + WEBHOOK_PATH, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
     expect(res.status).toBe(200);
 
-    const told = await eventually('the end', () => untilEnded(orders, reference), 30_000);
+    const told = await eventually('the end, the grace cut short by the last missing step', () => untilEnded(orders, reference), 30_000);
     expectInSequence(told);
     const late = told.find((n) => n.change.late);
-    expect(late).toMatchObject({ type: 'destination.status_changed', change: { subject: destinationId, status: 'IN_TRANSIT', late: true, source: 'webhook' } });
+    expect(late).toMatchObject({ type: 'delivery.status_changed', change: { subject: 'delivery', status: 'UPCOMING', late: true, source: 'webhook' } });
     expect(told.at(-1)!.sequence).toBeGreaterThan(late!.sequence);
     const final = await stack.deliveries.result(reference);
-    expect(final.timeline.some((e) => e.subject === destinationId && e.eventId === 'evt_late_in_transit' && e.late)).toBe(true);
+    expect(final.timeline.some((e) => e.subject === 'delivery' && e.eventId === 'evt_late_upcoming' && e.late)).toBe(true);
     if (process.env.RECORD_HISTORIES) await recordHistories(process.env.RECORD_HISTORIES, 'notifications a late status within the grace', [{ workflowId: deliveryWorkflowId(reference) }]);
   });
 
