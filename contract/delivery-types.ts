@@ -24,8 +24,9 @@ export interface FollowUpSettings {
   /** Each quiet wait is shortened by up to this fraction at random, so quiet deliveries spread out. */
   jitter: number;
   /**
-   * After the delivery ends, the workflow stays open this long (ms), so that a status arriving
-   * late (a webhook retried after an outage) still lands on the timeline and is notified.
+   * After the delivery ends, the workflow stays open up to this long (ms), while an earlier status
+   * is missing from its timeline, so that a status arriving late (a webhook retried after an
+   * outage) still lands on the timeline and is notified.
    */
   endGraceMs: number;
 }

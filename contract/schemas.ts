@@ -68,7 +68,7 @@ export const FollowUpSchema = definition(
         .min(0)
         .max(24 * 3_600_000)
         .optional()
-        .meta({ description: 'After the delivery ends, the workflow stays open this long (ms) so that a late status still lands on the timeline and is notified. Default 600000.' }),
+        .meta({ description: 'After the delivery ends, the workflow stays open up to this long (ms), while an earlier status is missing from its timeline, so that a late status still lands on the timeline and is notified. Default 600000.' }),
     })
     .strict(),
   'FollowUpSettings',
