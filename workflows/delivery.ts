@@ -289,7 +289,7 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
    * After the end, the workflow stays open for up to `endGraceMs`, so that a status arriving late (a
    * webhook retried after an outage) lands on the timeline and is told, not lost as workflow_closed.
    * It waits only while an earlier step is missing from the timeline: none at the end, no grace (and
-   * no timer); the last one heard, it closes (a webhook refused once and retried 5 s later cost 10 minutes).
+   * no timer); the last missing one heard, it closes (a webhook refused once comes back seconds later).
    */
   async function endGrace(): Promise<void> {
     if (followUp.endGraceMs > 0 && tracker.mayHearLate) await CancellationScope.nonCancellable(() => condition(() => !tracker.mayHearLate, followUp.endGraceMs, { summary: 'grace for late statuses' }));
