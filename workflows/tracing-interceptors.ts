@@ -6,10 +6,11 @@
  * HandleUpdate, StartActivity, SignalWorkflow, ContinueAsNew, each the child of the active span (or
  * of the sender's), its context put into the command's `_tracer-data` header; trace_id/span_id on
  * workflow log lines. Not traced: queries and update validators, which run live only (a run's span
- * ids count its spans: a replay must make the same ones), and local activities, the workflows'
- * bookkeeping (their header carries the active span, so the ask to the gate carries the delivery's
- * trace). And a signal from another trace (the bridge's webhook) is handled in the run's own trace,
- * linked to the sender's, so one delivery stays one trace.
+ * ids count its spans: a replay must make the same ones), and the workflows' bookkeeping: local
+ * activities (their header carries the active span, so the ask to the gate carries the delivery's
+ * trace) and the gate's answers (each ends the GateWait span that covers it). And a signal from
+ * another trace (the bridge's webhook) is handled in the run's own trace, linked to the sender's,
+ * so one delivery stays one trace.
  *
  * Each method returns `next`'s own promise, with no await or yield around a command: a traced
  * worker's commands are an untraced one's, and each replays the other's histories
@@ -33,10 +34,12 @@ import {
   type WorkflowInternalsInterceptor,
   type WorkflowOutboundCallsInterceptor,
 } from '@temporalio/workflow';
+import { gateAnswerSignal } from '../contract/gate-messages';
 import type { OpenTelemetrySinks } from '@temporalio/interceptors-opentelemetry/lib/workflow/definitions';
 import { activeSpan, contextOfHeaders, endWith, runSpan, setRunSpan, startSpan, startTracing, takeFinished, withSpanIds, withTraceHeader, within } from './trace-spans';
 
 const isContinueAsNew = (err: unknown) => err instanceof ContinueAsNew;
+const GATE_ANSWER = gateAnswerSignal.name;
 
 export class WorkflowSpansInbound implements WorkflowInboundCallsInterceptor {
   execute(input: WorkflowExecuteInput, next: Next<WorkflowInboundCallsInterceptor, 'execute'>): Promise<unknown> {
@@ -46,6 +49,7 @@ export class WorkflowSpansInbound implements WorkflowInboundCallsInterceptor {
   }
 
   handleSignal(input: SignalInput, next: Next<WorkflowInboundCallsInterceptor, 'handleSignal'>): Promise<void> {
+    if (input.signalName === GATE_ANSWER) return next(input); // bookkeeping: the GateWait span it ends covers it
     const sender = contextOfHeaders(input.headers);
     const run = runSpan();
     const elsewhere = sender && run && sender.traceId !== run.traceId;

@@ -152,10 +152,11 @@ it('one delivery is one trace from the order system’s start to the courier’s
   // The gate schedules its calls with no StartActivity span of its own (workflows/tracing-interceptors.ts: its commands stay an untraced gate's): the call's span is the GateWait's child.
   expect(chain(spans('POST /v1/quotes')[0])).toEqual(['POST /v1/quotes', 'RunActivity:quoteInGate', 'GateWait:quotes', 'RunWorkflow:delivery', 'StartWorkflow:delivery']);
   // Bookkeeping has no spans (tracing/worker.ts, BookkeepingInbound): no local activity's (the start's checks, the
-  // pacing settings, the ask to the gate, its answers), nor of the signals they send, in any trace of the worker's.
+  // pacing settings, the ask to the gate, its answers), nor of the signals they send or the delivery handles (the gate's
+  // answers: the GateWait span they end covers them), in any trace of the worker's.
   const operations = ((await (await fetch(`${jaeger.queryUrl}/api/services/test-worker/operations`)).json()) as { data: (string | { name: string })[] }).data.map((o) => (typeof o === 'string' ? o : o.name));
   expect(operations).toEqual(expect.arrayContaining(['RunWorkflow:delivery', 'RunActivity:createInGate']));
-  expect(operations.filter((o) => /^(StartActivity|RunActivity):(checkDeliveryInput|pacingSettings|askGate|withdrawFromGate|answerDeliveries)$|^SignalWorkflow:gate/.test(o))).toEqual([]);
+  expect(operations.filter((o) => /^(StartActivity|RunActivity):(checkDeliveryInput|pacingSettings|askGate|withdrawFromGate|answerDeliveries)$|^SignalWorkflow:gate|^HandleSignal:gateAnswer$/.test(o))).toEqual([]);
   // The ask's signal-with-start to the gate (the worker's own start of its gate makes one, in a trace of its own).
   expect(spans('SignalWithStartWorkflow:pacingGate')).toEqual([]);
 
