@@ -30,6 +30,7 @@ const ORDERS = num('ORDERS', 300);
 const POISON_ORDERS = num('POISON_ORDERS', 200);
 const OBSERVE_ROUNDS = num('OBSERVE_ROUNDS', 3);
 const OBSERVE_PARTS = (process.env.LIMITS_BENCH_OBSERVE_PARTS ?? 'metrics,traces').split(','); // what `on` turns on
+const OBSERVE_JAEGER = process.env.LIMITS_BENCH_JAEGER === 'idle' ? 'idle' : 'normal'; // its scheduling priority: docs/benchmarks.md
 const TIME_LIMIT_MS = num('TIME_LIMIT_MIN', 40) * 60_000;
 const PHASES = (process.env.LIMITS_BENCH_PHASES ?? 'gate,task-queue,naive,poison').split(',');
 /** Read when the run starts: bench/main.ts sets BENCH_TEMPORAL for `--cluster`. */
@@ -148,8 +149,7 @@ function backlogFigures(phase: string, orders: Order[], startedAt: Map<string, n
  * references, a newline one, refused before start and so left out, 500 forever, 422); it reports the others' figures. */
 async function backlogPhase(ctx: Context, phase: 'gate' | 'task-queue' | 'poison' | 'switch' | 'observe', observe?: { round: string; env?: (i: number) => Record<string, string> }): Promise<BacklogFigures & Partial<SwitchFigures> & { workerCpuS?: number }> {
   const run = `${phase}${observe?.round ?? ''}`; // an observe round's two fleets at once: each its own key, queue and orders
-  const [key, taskQueue] = [`bench-${run}`, `limits-${run}`];
-  const stamp = Date.now().toString(36);
+  const [key, taskQueue, stamp] = [`bench-${run}`, `limits-${run}`, Date.now().toString(36)];
   const all = makeOrders(`${run}-${stamp}`, phase === 'poison' ? POISON_ORDERS : ORDERS);
   const poison = phase === 'poison' ? [`ORD-€42-${stamp}`, `注文-1001-${stamp}`, `P500-${stamp}`, `P422-${stamp}`].map((reference, i) => ({ ...all[i]!, reference })) : [];
   const orders = phase === 'poison' ? all.slice(5) : all;
@@ -181,10 +181,11 @@ async function backlogPhase(ctx: Context, phase: 'gate' | 'task-queue' | 'poison
 
 /** What metrics and traces cost (issue #37): docs/benchmarks.md, "What metrics and traces cost". */
 async function observePhase(ctx: Context): Promise<Record<string, number | string>> {
-  const jaeger = await startJaeger(await ensureJaeger(progress));
+  const jaeger = await startJaeger(await ensureJaeger(progress), { idle: OBSERVE_JAEGER === 'idle' });
   const ports = await Promise.all(Array.from({ length: 2 * workerCount() }, () => freePort())); // the runtime's exporter, the worker's own
   const traced = { OTEL_EXPORTER_OTLP_ENDPOINT: jaeger.otlpUrl, WORKER_WORKFLOW_BUNDLE: await workflowBundleFile({ OTEL_EXPORTER_OTLP_ENDPOINT: jaeger.otlpUrl }) };
-  const scrape = setInterval(() => ports.forEach((p) => void fetch(`http://127.0.0.1:${p}/metrics`).then((r) => r.text(), () => '')), 15_000);
+  let lost = 0; // spans a traced worker counted failed or dropped at a scrape (trace_spans_total): its cost would be understated
+  const scrape = setInterval(() => ports.forEach((p) => void fetch(`http://127.0.0.1:${p}/metrics`).then((r) => r.text(), () => '').then((t) => (lost += [...t.matchAll(/^trace_spans_total\{outcome="(?:failed|dropped)"\} (\d+)$/gm)].reduce((n, m) => n + Number(m[1]), 0)))), 15_000);
   const perDelivery: Record<'off' | 'on', number[]> = { off: [], on: [] };
   try {
     const onEnv = (i: number) => ({ ...(OBSERVE_PARTS.includes('traces') && traced), ...(OBSERVE_PARTS.includes('metrics') && { WORKER_METRICS_ADDRESS: `127.0.0.1:${ports[2 * i]}`, WORKER_DELIVERY_METRICS_ADDRESS: `127.0.0.1:${ports[2 * i + 1]}` }) });
@@ -195,11 +196,10 @@ async function observePhase(ctx: Context): Promise<Record<string, number | strin
       progress(`observe: round ${r}: worker CPU ms per delivery ${perDelivery.off.at(-1)!.toFixed(2)} off, ${perDelivery.on.at(-1)!.toFixed(2)} on`);
     }
     const services = ((await (await fetch(`${jaeger.queryUrl}/api/services`)).json()) as { data: string[] | null }).data ?? [];
-    if (OBSERVE_PARTS.includes('traces') && !services.includes('delivery-worker')) throw new Error(`observe: no worker spans reached Jaeger (services: ${services.join(', ')})`);
-    const [off, on] = [median(perDelivery.off), median(perDelivery.on)];
+    if (OBSERVE_PARTS.includes('traces') && (!services.includes('delivery-worker') || lost)) throw new Error(`observe: the traced workers' spans did not all reach Jaeger (services: ${services.join(', ')}; failed or dropped: ${lost})`);
     const runs = (xs: number[]) => xs.map((x) => x.toFixed(1)).join(' ');
     const pairs = perDelivery.on.map((x, i) => 100 * (x / perDelivery.off[i]! - 1));
-    return { observe_on: OBSERVE_PARTS.join('+'), observe_rounds: OBSERVE_ROUNDS, observe_cpu_ms_per_delivery_off: round(off, 2), observe_cpu_ms_per_delivery_on: round(on, 2), observe_overhead_pct: round(median(pairs), 1), observe_overhead_pct_of_medians: round(100 * (on / off - 1), 1), observe_runs_off: runs(perDelivery.off), observe_runs_on: runs(perDelivery.on) };
+    return { observe_on: OBSERVE_PARTS.join('+'), observe_rounds: OBSERVE_ROUNDS, observe_jaeger: OBSERVE_JAEGER, observe_cpu_ms_per_delivery_off: round(median(perDelivery.off), 2), observe_cpu_ms_per_delivery_on: round(median(perDelivery.on), 2), observe_overhead_pct: round(median(pairs), 1), observe_overhead_pct_of_medians: round(100 * (median(perDelivery.on) / median(perDelivery.off) - 1), 1), observe_runs_off: runs(perDelivery.off), observe_runs_on: runs(perDelivery.on) };
   } finally {
     clearInterval(scrape);
     await jaeger.stop();

@@ -18,15 +18,16 @@ import { type BridgeAccounts, registryAccounts, singleAccount } from './accounts
 import { bridgeConfigFromEnv } from './config';
 import { createBridge, WEBHOOK_PATH } from './server';
 import { installTracing, tracingClientInterceptors } from '../tracing/install';
+import { countTraceSpans } from '../metrics/trace-spans';
 
 async function main(): Promise<void> {
   const config = bridgeConfigFromEnv();
-  const tracing = installTracing('delivery-bridge');
+  const log = (entry: Record<string, unknown>) => process.stdout.write(JSON.stringify(entry) + '\n');
+  const tracing = installTracing('delivery-bridge', process.env, (line) => log({ time: new Date().toISOString(), ...line }));
   const temporal = temporalSettingsFromEnv();
   const providerConfig = providerConfigFromEnv();
   let onCapped: (e: { call: string; askedMs: number; cappedMs: number }) => void = () => undefined;
   const clientOptions = { timeoutMs: providerConfig.timeoutMs, connections: providerConfig.connections, retryAfterCap: { maxMs: providerConfig.retryAfterCapMs, onCapped: (e: { call: string; askedMs: number; cappedMs: number }) => onCapped(e) } };
-  const log = (entry: Record<string, unknown>) => process.stdout.write(JSON.stringify(entry) + '\n');
   let accounts: BridgeAccounts;
   let served: string;
   if (config.accountsFile) {
@@ -57,6 +58,7 @@ async function main(): Promise<void> {
   };
   // Process-wide figures (heap, event loop lag, GC) belong to the process, so only here, not in createBridge.
   collectDefaultMetrics({ register: bridge.metrics.registry });
+  if (tracing) countTraceSpans(bridge.metrics.registry, tracing.spans);
   const adminUrl = await bridge.listenAdmin(config.adminPort, config.adminHost);
   const url = await bridge.listen(config.port, config.host);
   console.log(`bridge: listening on ${url}: ${served}, Temporal ${temporal.address}; admin: recent webhooks ${adminUrl}/, metrics ${adminUrl}/metrics${tracing ? `; traces to ${tracing.config.tracesUrl} as ${tracing.config.serviceName}` : ''}`);

@@ -58,8 +58,11 @@ export interface RunningJaeger {
 /**
  * One Jaeger on loopback ports of its own: OTLP over HTTP in, spans kept in memory, the query API
  * out (no gRPC receiver, no self-tracing, no metrics port). Ready when the query API answers.
+ * `idle`: at the kernel's idle scheduling priority (`chrt --idle 0`), running only on CPU nothing
+ * else wants, as a backend on other machines would take none from the processes it serves.
  */
-export async function startJaeger(bin: string, timeoutMs = 60_000): Promise<RunningJaeger> {
+export async function startJaeger(bin: string, o: { timeoutMs?: number; idle?: boolean } = {}): Promise<RunningJaeger> {
+  const timeoutMs = o.timeoutMs ?? 60_000;
   const [otlp, query, queryGrpc] = [await freePort(), await freePort(), await freePort()];
   const dir = mkdtempSync(join(tmpdir(), 'jaeger-'));
   const config = join(dir, 'config.yaml');
@@ -83,7 +86,8 @@ exporters:
   jaeger_storage_exporter: { trace_storage: memstore }
 `,
   );
-  const child = spawn(bin, ['--config', `file:${config}`], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const [command, args] = o.idle ? ['chrt', ['--idle', '0', bin, '--config', `file:${config}`]] : [bin, ['--config', `file:${config}`]];
+  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] }); // chrt runs Jaeger in its own place: the same pid
   let out = '';
   const keep = (chunk: Buffer) => void (out = (out + chunk.toString()).slice(-100_000));
   child.stdout.on('data', keep);

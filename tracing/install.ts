@@ -9,11 +9,14 @@ import { Resource } from '@opentelemetry/resources';
 import { BatchSpanProcessor, NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { OpenTelemetryWorkflowClientInterceptor } from '@temporalio/interceptors-opentelemetry/lib/client';
 import { tracingConfigFromEnv, type TracingConfig } from './config';
+import { CountingExporter, installDiagnostics, traceDiagnostics, type SpanCounts, type TraceLogLine } from './health';
 
 export interface Tracing {
   config: TracingConfig;
   resource: Resource;
   spanProcessor: BatchSpanProcessor;
+  /** Spans exported, failed and dropped so far (tracing/health.ts). */
+  spans: Readonly<SpanCounts>;
   /** Sends the spans still batched (before exit), then stops. */
   shutdown(): Promise<void>;
 }
@@ -25,20 +28,26 @@ export function activeTracing(): Tracing | undefined {
   return installed;
 }
 
+/** A trace diagnostic as a JSON line on stderr (a client's process: its stdout is the order system's). */
+const toStderr = (line: TraceLogLine) => void process.stderr.write(JSON.stringify({ time: new Date().toISOString(), ...line }) + '\n');
+
 /**
  * Installs tracing when the environment asks for it (OTEL_EXPORTER_OTLP_ENDPOINT …); `service` is
- * the process's service name unless OTEL_SERVICE_NAME says otherwise. A second call returns the first.
+ * the process's service name unless OTEL_SERVICE_NAME says otherwise; `log` writes the exporter's
+ * failures and dropped spans (tracing/health.ts). A second call returns the first.
  */
-export function installTracing(service: string, env: NodeJS.ProcessEnv = process.env): Tracing | undefined {
+export function installTracing(service: string, env: NodeJS.ProcessEnv = process.env, log: (line: TraceLogLine) => void = toStderr): Tracing | undefined {
   if (installed) return installed;
   const config = tracingConfigFromEnv(service, env);
   if (!config) return undefined;
   const resource = new Resource({ 'service.name': config.serviceName });
+  const spans: SpanCounts = { exported: 0, failed: 0, dropped: 0 };
+  installDiagnostics(traceDiagnostics(spans, log));
   // The exporter reads OTEL_EXPORTER_OTLP_(TRACES_)HEADERS and _TIMEOUT itself (a hosted backend's key goes there).
-  const spanProcessor = new BatchSpanProcessor(new OTLPTraceExporter({ url: config.tracesUrl }));
+  const spanProcessor = new BatchSpanProcessor(new CountingExporter(new OTLPTraceExporter({ url: config.tracesUrl }), spans));
   const provider = new NodeTracerProvider({ resource, spanProcessors: [spanProcessor] });
   provider.register(); // AsyncLocalStorage context and the W3C traceparent propagator
-  installed = { config, resource, spanProcessor, shutdown: () => provider.shutdown() };
+  installed = { config, resource, spanProcessor, spans, shutdown: () => provider.shutdown() };
   return installed;
 }
 

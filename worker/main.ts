@@ -23,6 +23,7 @@ import { providerOutcome, WorkerMetrics } from '../metrics/worker-metrics';
 import { METRICS_ADDRESS, serveMetrics } from '../metrics/serve';
 import { deploymentVersionFromEnv, MakeCurrentSchema, routeOnStart, versionLabel } from '../temporal/worker-deployment';
 import { installTracing, tracingClientInterceptors } from '../tracing/install';
+import { countTraceSpans } from '../metrics/trace-spans';
 import { traceFields } from '../tracing/spans';
 
 const WorkerEnvSchema = z.object({
@@ -68,11 +69,12 @@ function installRuntime(env: z.output<typeof WorkerEnvSchema>): void {
 async function main(): Promise<void> {
   const env = parseEnv(WorkerEnvSchema, { ...process.env, LOG_LEVEL: process.env.LOG_LEVEL?.toUpperCase() }, 'worker configuration');
   installRuntime(env);
-  const tracing = installTracing('delivery-worker');
+  const tracing = installTracing('delivery-worker', process.env, (line) => process.stdout.write(JSON.stringify({ time: new Date().toISOString(), ...line }) + '\n'));
   const temporal = temporalSettingsFromEnv();
   const provider = providerConfigFromEnv();
   const notify = notifyConfigFromEnv();
   const metrics = new WorkerMetrics({ endpoints: [...notify.endpoints.keys()] });
+  if (tracing) countTraceSpans(metrics.registry, tracing.spans);
   // Every courier account this worker serves (DELIVERY_ACCOUNTS_FILE; none: the environment's one
   // account, `default`). An invalid registry stops the start, naming the account and field.
   const accounts = accountRegistryFromEnv();

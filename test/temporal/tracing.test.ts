@@ -10,7 +10,7 @@
  * client span whose context is the `traceparent` the simulator received, and the bridge's
  * signals, handled in the delivery's trace and linked to the bridge's own trace of the webhook.
  * No span carries the order's personal data or the API key; log lines carry the trace id and the
- * workflow id.
+ * workflow id; the worker and the bridge count the spans they exported (`trace_spans_total`).
  */
 import { execFile } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -22,6 +22,7 @@ import { temporal as proto } from '@temporalio/proto';
 import { connectClient } from '../../temporal/client-connection';
 import { ensureJaeger, startJaeger, type RunningJaeger } from '../../scripts/jaeger';
 import { removeWorkflowBundleFile, ROOT } from '../../scripts/processes';
+import { freePort } from '../../scripts/temporal-dev-server';
 import { deliveryWorkflowId } from '../../contract/workflow-ids';
 import { deliveryRequest } from '../fixtures/orders';
 import { DeliveryProcesses } from '../helpers/processes';
@@ -47,6 +48,7 @@ interface JaegerTrace {
 let jaeger: RunningJaeger;
 let procs: DeliveryProcesses;
 let temporal: Client;
+let workerMetrics: string;
 
 async function traceOf(traceId: string): Promise<JaegerTrace | undefined> {
   const res = await fetch(`${jaeger.queryUrl}/api/traces/${traceId}`);
@@ -62,12 +64,14 @@ beforeAll(async () => {
   jaeger = await startJaeger(await ensureJaeger());
   const { address, namespace } = testServerAddress();
   const otlp = { OTEL_EXPORTER_OTLP_ENDPOINT: jaeger.otlpUrl };
+  const port = await freePort();
+  workerMetrics = `http://127.0.0.1:${port}/metrics`;
   procs = await DeliveryProcesses.start({
     temporalAddress: address,
     namespace,
     prefix: 'tracing',
     simulatorEnv: { SIMULATOR_AUTO_ADVANCE_MS: '300' },
-    workerEnv: { ...otlp, OTEL_SERVICE_NAME: 'test-worker', LOG_LEVEL: 'INFO' },
+    workerEnv: { ...otlp, OTEL_SERVICE_NAME: 'test-worker', LOG_LEVEL: 'INFO', WORKER_DELIVERY_METRICS_ADDRESS: `127.0.0.1:${port}` },
     bridgeEnv: { ...otlp, OTEL_SERVICE_NAME: 'test-bridge' },
   });
   const connection = await connectClient({ address });
@@ -189,3 +193,17 @@ it('one delivery is one trace from the order system’s start to the courier’s
   // The bridge logs a webhook once its signal is answered: wait for that line rather than assume it is there.
   await eventually('the bridge’s log line of the linked webhook', () => lines(procs.bridge!.output()).find((l) => l.msg === 'webhook' && l.workflow_id === workflowId && l.trace_id === links[0]!.traceID));
 }, 240_000);
+
+it('the worker and the bridge count the spans they exported, none failed or dropped', async () => {
+  const bridgeMetrics = /metrics (http:\/\/127\.0\.0\.1:\d+\/metrics)/.exec(procs.bridge!.output())?.[1];
+  expect(bridgeMetrics).toBeDefined();
+  for (const url of [workerMetrics, bridgeMetrics!]) {
+    const spans = async () => {
+      const text = await (await fetch(url)).text();
+      return Object.fromEntries([...text.matchAll(/^trace_spans_total\{outcome="(\w+)"\} (\d+)$/gm)].map((m) => [m[1], Number(m[2])]));
+    };
+    // The first test's spans leave in batches, at most 5 s apart: wait for some to be counted.
+    const counted = await eventually(`spans exported, counted at ${url}`, async () => ((await spans()).exported! > 0 ? spans() : undefined), 30_000);
+    expect(counted).toEqual({ exported: expect.any(Number), failed: 0, dropped: 0 });
+  }
+}, 60_000);

@@ -1,0 +1,88 @@
+/**
+ * Whether a process's spans reach the tracing backend: spans exported, failed (the backend refused
+ * them or could not be reached) and dropped (the batch queue was full), counted for the process's
+ * metrics (metrics/trace-spans.ts), and OpenTelemetry's own warnings and errors written as log
+ * lines, each kind at most once a minute. Without this, a backend gone away loses every trace
+ * silently: OpenTelemetry's SDK reports through `diag`, which writes nothing until given a logger.
+ */
+import { diag, DiagLogLevel, type DiagLogger } from '@opentelemetry/api';
+import { ExportResultCode, setGlobalErrorHandler, type ExportResult } from '@opentelemetry/core';
+import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace-node';
+
+export interface SpanCounts {
+  exported: number;
+  failed: number;
+  dropped: number;
+}
+
+/** The exporter, counting each batch's spans by its result. */
+export class CountingExporter implements SpanExporter {
+  constructor(
+    private readonly inner: SpanExporter,
+    private readonly counts: SpanCounts,
+  ) {}
+
+  export(spans: ReadableSpan[], done: (result: ExportResult) => void): void {
+    this.inner.export(spans, (result) => {
+      if (result.code === ExportResultCode.SUCCESS) this.counts.exported += spans.length;
+      else this.counts.failed += spans.length;
+      done(result);
+    });
+  }
+
+  shutdown(): Promise<void> {
+    return this.inner.shutdown();
+  }
+
+  forceFlush(): Promise<void> {
+    return this.inner.forceFlush?.() ?? Promise.resolve();
+  }
+}
+
+/** The batch processor's one report of the spans it dropped since it last could queue one. */
+const DROPPED = /^Dropped (\d+) spans because maxQueueSize reached/;
+const QUIET_MS = 60_000;
+
+export interface TraceLogLine {
+  level: 'WARN' | 'ERROR';
+  msg: string;
+  /** Lines of the same kind left out since the last one written. */
+  repeated?: number;
+}
+
+/**
+ * Where OpenTelemetry's diagnostics go: its warnings (`diag`) and the errors it hands its global
+ * error handler (a failed export), as log lines of at most 300 characters, a kind (the text with
+ * its numbers blanked) written at most once a minute with how many were left out; and its
+ * dropped-span reports counted. An error is its name, message and code: not the SDK's own
+ * rendering, which adds the stack and the backend's answer.
+ */
+export function traceDiagnostics(counts: SpanCounts, log: (line: TraceLogLine) => void, now: () => number = Date.now) {
+  const last = new Map<string, { at: number; left: number }>();
+  const write = (level: TraceLogLine['level'], text: string) => {
+    text = text.slice(0, 300);
+    const dropped = DROPPED.exec(text);
+    if (dropped) counts.dropped += Number(dropped[1]);
+    const kind = `${level} ${text.replace(/\d+/g, 'N').slice(0, 80)}`;
+    const seen = last.get(kind);
+    if (seen && now() - seen.at < QUIET_MS) return void seen.left++;
+    last.set(kind, { at: now(), left: 0 });
+    log({ level, msg: `traces: ${text}`, ...(seen?.left && { repeated: seen.left }) });
+  };
+  const none = () => undefined;
+  const logger: DiagLogger = { error: (m) => write('ERROR', String(m)), warn: (m) => write('WARN', String(m)), info: none, debug: none, verbose: none };
+  const onError = (err: unknown) => write('ERROR', errorText(err));
+  return { logger, onError };
+}
+
+function errorText(err: unknown): string {
+  if (!(err instanceof Error)) return typeof err === 'string' ? err : 'unknown error';
+  const code = (err as { code?: unknown }).code;
+  return `${err.name}: ${err.message}${typeof code === 'number' || typeof code === 'string' ? ` (code ${code})` : ''}`;
+}
+
+/** Routes this process's OpenTelemetry diagnostics (global: once per process) through `traceDiagnostics`. */
+export function installDiagnostics(d: ReturnType<typeof traceDiagnostics>): void {
+  diag.setLogger(d.logger, { logLevel: DiagLogLevel.WARN, suppressOverrideMessage: true });
+  setGlobalErrorHandler(d.onError);
+}
