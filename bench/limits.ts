@@ -155,9 +155,9 @@ async function backlogPhase(ctx: Context, phase: 'gate' | 'task-queue' | 'poison
   const orders = phase === 'poison' ? all.slice(5) : all;
   const { sim, url } = await ctx.stack.simulator({ timeScale: SCALE, apiKeys: [key], faults: poison.length ? { reference_faults: { [poison[2]!.reference]: 500, [poison[3]!.reference]: 422 } } : {} });
   if (phase === 'task-queue') await setServerQueueLimits(ctx, taskQueue);
-  const deployment = `bench-${phase}-${stamp}`; // a deployment of its own: its current version is this phase's alone
+  const deployment = `bench-${run}-${stamp}`; // its own: its current version is this run's alone; a version takes 100 task queues at most
   const versionEnv = (buildId: string, makeCurrent: string) => ({ WORKER_DEPLOYMENT_NAME: deployment, WORKER_BUILD_ID: buildId, WORKER_MAKE_CURRENT: makeCurrent });
-  const workers = await startWorkers(ctx, { taskQueue, url, key, pacing: phase === 'task-queue' ? 'task-queue' : 'gate', env: phase === 'switch' ? () => versionEnv('a', 'always') : observe?.env });
+  const workers = await startWorkers(ctx, { taskQueue, url, key, pacing: phase === 'task-queue' ? 'task-queue' : 'gate', env: phase === 'switch' ? () => versionEnv('a', 'always') : (i) => ({ WORKER_DEPLOYMENT_NAME: deployment, ...observe?.env?.(i) }) });
   // Build B's workers poll before the switch, as a rollout requires (npm run rollout checks it).
   if (phase === 'switch') workers.push(...(await startWorkers(ctx, { taskQueue, url, key, pacing: 'gate', env: () => versionEnv('b', 'never'), name: 'worker-b' })));
   let switched: Promise<number> | undefined;
