@@ -184,8 +184,8 @@ async function observePhase(ctx: Context): Promise<Record<string, number | strin
   const jaeger = await startJaeger(await ensureJaeger(progress), { idle: OBSERVE_JAEGER === 'idle' });
   const ports = await Promise.all(Array.from({ length: 2 * workerCount() }, () => freePort())); // the runtime's exporter, the worker's own
   const traced = { OTEL_EXPORTER_OTLP_ENDPOINT: jaeger.otlpUrl, WORKER_WORKFLOW_BUNDLE: await workflowBundleFile({ OTEL_EXPORTER_OTLP_ENDPOINT: jaeger.otlpUrl }) };
-  let lost = 0; // spans a traced worker counted failed or dropped at a scrape (trace_spans_total): its cost would be understated
-  const scrape = setInterval(() => ports.forEach((p) => void fetch(`http://127.0.0.1:${p}/metrics`).then((r) => r.text(), () => '').then((t) => (lost += [...t.matchAll(/^trace_spans_total\{outcome="(?:failed|dropped)"\} (\d+)$/gm)].reduce((n, m) => n + Number(m[1]), 0)))), 15_000);
+  let lost = 0; // most spans a traced worker had counted failed or dropped at a scrape (trace_spans_total): its cost would be understated
+  const scrape = setInterval(() => ports.forEach((p) => void fetch(`http://127.0.0.1:${p}/metrics`).then((r) => r.text(), () => '').then((t) => (lost = Math.max(lost, [...t.matchAll(/^trace_spans_total\{outcome="(?:failed|dropped)"\} (\d+)$/gm)].reduce((n, m) => n + Number(m[1]), 0))))), 15_000);
   const perDelivery: Record<'off' | 'on', number[]> = { off: [], on: [] };
   try {
     const onEnv = (i: number) => ({ ...(OBSERVE_PARTS.includes('traces') && traced), ...(OBSERVE_PARTS.includes('metrics') && { WORKER_METRICS_ADDRESS: `127.0.0.1:${ports[2 * i]}`, WORKER_DELIVERY_METRICS_ADDRESS: `127.0.0.1:${ports[2 * i + 1]}` }) });
@@ -196,7 +196,7 @@ async function observePhase(ctx: Context): Promise<Record<string, number | strin
       progress(`observe: round ${r}: worker CPU ms per delivery ${perDelivery.off.at(-1)!.toFixed(2)} off, ${perDelivery.on.at(-1)!.toFixed(2)} on`);
     }
     const services = ((await (await fetch(`${jaeger.queryUrl}/api/services`)).json()) as { data: string[] | null }).data ?? [];
-    if (OBSERVE_PARTS.includes('traces') && (!services.includes('delivery-worker') || lost)) throw new Error(`observe: the traced workers' spans did not all reach Jaeger (services: ${services.join(', ')}; failed or dropped: ${lost})`);
+    if (OBSERVE_PARTS.includes('traces') && (!services.includes('delivery-worker') || lost)) throw new Error(`observe: the traced workers' spans did not all reach Jaeger (services: ${services.join(', ')}; failed or dropped, at least: ${lost})`);
     const runs = (xs: number[]) => xs.map((x) => x.toFixed(1)).join(' ');
     const pairs = perDelivery.on.map((x, i) => 100 * (x / perDelivery.off[i]! - 1));
     return { observe_on: OBSERVE_PARTS.join('+'), observe_rounds: OBSERVE_ROUNDS, observe_jaeger: OBSERVE_JAEGER, observe_cpu_ms_per_delivery_off: round(median(perDelivery.off), 2), observe_cpu_ms_per_delivery_on: round(median(perDelivery.on), 2), observe_overhead_pct: round(median(pairs), 1), observe_overhead_pct_of_medians: round(100 * (median(perDelivery.on) / median(perDelivery.off) - 1), 1), observe_runs_off: runs(perDelivery.off), observe_runs_on: runs(perDelivery.on) };

@@ -92,6 +92,8 @@ exporters:
   const keep = (chunk: Buffer) => void (out = (out + chunk.toString()).slice(-100_000));
   child.stdout.on('data', keep);
   child.stderr.on('data', keep);
+  let spawnError: Error | undefined; // `chrt` missing, say: the loop below reports it
+  child.once('error', (err) => void (spawnError = err));
   const running: RunningJaeger = {
     otlpUrl: `http://127.0.0.1:${otlp}`,
     queryUrl: `http://127.0.0.1:${query}`,
@@ -103,6 +105,7 @@ exporters:
   };
   const deadline = Date.now() + timeoutMs;
   for (;;) {
+    if (spawnError) throw new Error(`could not start ${command}: ${spawnError.message}`);
     if (child.exitCode !== null) throw new Error(`jaeger exited (${child.exitCode}):\n${out.slice(-4_000)}`);
     const ok = await fetch(`${running.queryUrl}/api/services`).then((r) => r.ok, () => false);
     if (ok) return running;

@@ -70,7 +70,9 @@ export function traceDiagnostics(counts: SpanCounts, log: (line: TraceLogLine) =
     log({ level, msg: `traces: ${text}`, ...(seen?.left && { repeated: seen.left }) });
   };
   const none = () => undefined;
-  const logger: DiagLogger = { error: (m) => write('ERROR', String(m)), warn: (m) => write('WARN', String(m)), info: none, debug: none, verbose: none };
+  // A message and its string arguments (a partial success's JSON); objects are left out: a line says what happened, not what an object holds.
+  const text = (m: string, args: unknown[]) => [m, ...args.filter((a): a is string | number => typeof a === 'string' || typeof a === 'number')].join(' ');
+  const logger: DiagLogger = { error: (m, ...a) => write('ERROR', text(m, a)), warn: (m, ...a) => write('WARN', text(m, a)), info: none, debug: none, verbose: none };
   const onError = (err: unknown) => write('ERROR', errorText(err));
   return { logger, onError };
 }

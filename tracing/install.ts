@@ -15,7 +15,7 @@ export interface Tracing {
   config: TracingConfig;
   resource: Resource;
   spanProcessor: BatchSpanProcessor;
-  /** Spans exported, failed and dropped so far (tracing/health.ts). */
+  /** Spans exported, failed and dropped so far (tracing/health.ts; dropped: counted only with `log`). */
   spans: Readonly<SpanCounts>;
   /** Sends the spans still batched (before exit), then stops. */
   shutdown(): Promise<void>;
@@ -28,21 +28,20 @@ export function activeTracing(): Tracing | undefined {
   return installed;
 }
 
-/** A trace diagnostic as a JSON line on stderr (a client's process: its stdout is the order system's). */
-const toStderr = (line: TraceLogLine) => void process.stderr.write(JSON.stringify({ time: new Date().toISOString(), ...line }) + '\n');
-
 /**
  * Installs tracing when the environment asks for it (OTEL_EXPORTER_OTLP_ENDPOINT …); `service` is
- * the process's service name unless OTEL_SERVICE_NAME says otherwise; `log` writes the exporter's
- * failures and dropped spans (tracing/health.ts). A second call returns the first.
+ * the process's service name unless OTEL_SERVICE_NAME says otherwise. `log`, in a process of ours
+ * (the worker, the bridge), takes OpenTelemetry's diagnostics: its warnings, the exporter's failures
+ * and the spans dropped (tracing/health.ts); without it (the client library, in an order system's
+ * process) the process's own diagnostics stay as its owner set them. A second call returns the first.
  */
-export function installTracing(service: string, env: NodeJS.ProcessEnv = process.env, log: (line: TraceLogLine) => void = toStderr): Tracing | undefined {
+export function installTracing(service: string, env: NodeJS.ProcessEnv = process.env, log?: (line: TraceLogLine) => void): Tracing | undefined {
   if (installed) return installed;
   const config = tracingConfigFromEnv(service, env);
   if (!config) return undefined;
   const resource = new Resource({ 'service.name': config.serviceName });
   const spans: SpanCounts = { exported: 0, failed: 0, dropped: 0 };
-  installDiagnostics(traceDiagnostics(spans, log));
+  if (log) installDiagnostics(traceDiagnostics(spans, log));
   // The exporter reads OTEL_EXPORTER_OTLP_(TRACES_)HEADERS and _TIMEOUT itself (a hosted backend's key goes there).
   const spanProcessor = new BatchSpanProcessor(new CountingExporter(new OTLPTraceExporter({ url: config.tracesUrl }), spans));
   const provider = new NodeTracerProvider({ resource, spanProcessors: [spanProcessor] });

@@ -19,8 +19,9 @@ const lines: TraceLogLine[] = [];
 const registry = new Registry();
 
 beforeAll(async () => {
-  // A small batch queue, so a stalled backend fills it (the batch processor reads these at its construction).
-  Object.assign(process.env, { OTEL_BSP_MAX_QUEUE_SIZE: '4', OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '4', OTEL_EXPORTER_OTLP_TIMEOUT: '2000' });
+  // A small batch queue, so a stalled backend fills it (the batch processor reads these at its construction); a timeout
+  // long enough that the stalled export is answered, not timed out, however busy the machine.
+  Object.assign(process.env, { OTEL_BSP_MAX_QUEUE_SIZE: '4', OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '4', OTEL_EXPORTER_OTLP_TIMEOUT: '30000' });
   server = createServer((req, res) => req.resume().on('end', () => answer(req, res)));
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;

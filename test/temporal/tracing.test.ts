@@ -192,9 +192,8 @@ it('one delivery is one trace from the order system’s start to the courier’s
   expect(created).toMatchObject({ trace_id: traceId, workflowId: expect.stringMatching(/^pacing-gate:/) });
   // The bridge logs a webhook once its signal is answered: wait for that line rather than assume it is there.
   await eventually('the bridge’s log line of the linked webhook', () => lines(procs.bridge!.output()).find((l) => l.msg === 'webhook' && l.workflow_id === workflowId && l.trace_id === links[0]!.traceID));
-}, 240_000);
 
-it('the worker and the bridge count the spans they exported, none failed or dropped', async () => {
+  // The worker and the bridge count the spans they exported, none failed or dropped.
   const bridgeMetrics = /metrics (http:\/\/127\.0\.0\.1:\d+\/metrics)/.exec(procs.bridge!.output())?.[1];
   expect(bridgeMetrics).toBeDefined();
   for (const url of [workerMetrics, bridgeMetrics!]) {
@@ -202,8 +201,9 @@ it('the worker and the bridge count the spans they exported, none failed or drop
       const text = await (await fetch(url)).text();
       return Object.fromEntries([...text.matchAll(/^trace_spans_total\{outcome="(\w+)"\} (\d+)$/gm)].map((m) => [m[1], Number(m[2])]));
     };
-    // The first test's spans leave in batches, at most 5 s apart: wait for some to be counted.
+    // Spans leave in batches, at most 5 s apart: wait for some to be counted.
     const counted = await eventually(`spans exported, counted at ${url}`, async () => ((await spans()).exported! > 0 ? spans() : undefined), 30_000);
     expect(counted).toEqual({ exported: expect.any(Number), failed: 0, dropped: 0 });
   }
-}, 60_000);
+}, 240_000);
+
