@@ -69,7 +69,9 @@ function installRuntime(env: z.output<typeof WorkerEnvSchema>): void {
 async function main(): Promise<void> {
   const env = parseEnv(WorkerEnvSchema, { ...process.env, LOG_LEVEL: process.env.LOG_LEVEL?.toUpperCase() }, 'worker configuration');
   installRuntime(env);
-  const tracing = installTracing('delivery-worker', process.env, (line) => process.stdout.write(JSON.stringify({ time: new Date().toISOString(), ...line }) + '\n'));
+  /** A JSON log line of the worker's own, as the SDK's (above). */
+  const logLine = (entry: object) => void process.stdout.write(JSON.stringify({ time: new Date().toISOString(), ...entry }) + '\n');
+  const tracing = installTracing('delivery-worker', process.env, logLine);
   const temporal = temporalSettingsFromEnv();
   const provider = providerConfigFromEnv();
   const notify = notifyConfigFromEnv();
@@ -78,7 +80,7 @@ async function main(): Promise<void> {
   // Every courier account this worker serves (DELIVERY_ACCOUNTS_FILE; none: the environment's one
   // account, `default`). An invalid registry stops the start, naming the account and field.
   const accounts = accountRegistryFromEnv();
-  accounts.onChange((change) => process.stdout.write(JSON.stringify({ time: new Date().toISOString(), ...reloadLogLine(change) }) + '\n'));
+  accounts.onChange((change) => logLine(reloadLogLine(change)));
   const clients = providerClientsFor(accounts, {
     timeoutMs: provider.timeoutMs,
     connections: provider.connections,
@@ -88,7 +90,7 @@ async function main(): Promise<void> {
       maxMs: provider.retryAfterCapMs,
       onCapped: (e) => {
         metrics.retryAfterCapped();
-        process.stdout.write(JSON.stringify({ time: new Date().toISOString(), level: 'WARN', msg: 'provider Retry-After capped', ...traceFields(), call: e.call, asked_ms: e.askedMs, capped_ms: e.cappedMs }) + '\n');
+        logLine({ level: 'WARN', msg: 'provider Retry-After capped', ...traceFields(), call: e.call, asked_ms: e.askedMs, capped_ms: e.cappedMs });
       },
     },
   });
