@@ -11,6 +11,7 @@ import { Registry } from 'prom-client';
 import { countTraceSpans } from '../../metrics/trace-spans';
 import type { TraceLogLine } from '../../tracing/health';
 import { installTracing, type Tracing } from '../../tracing/install';
+import { eventually } from '../helpers/stack';
 
 let answer: (req: IncomingMessage, res: ServerResponse) => void;
 let server: Server;
@@ -41,12 +42,11 @@ const endSpans = (n: number) => {
 };
 const counted = async () => Object.fromEntries((await registry.getSingleMetric('trace_spans_total')!.get()).values.map((v) => [v.labels.outcome, v.value]));
 /** The counts once `done` holds of them: exports end asynchronously, after the spans that start them. */
-async function countedWhen(done: (c: Record<string, number>) => boolean): Promise<Record<string, number>> {
-  for (const until = Date.now() + 10_000; ; await new Promise((resolve) => setTimeout(resolve, 20))) {
+const countedWhen = (done: (c: Record<string, number>) => boolean) =>
+  eventually('the span counts', async () => {
     const c = await counted();
-    if (done(c) || Date.now() > until) return c;
-  }
-}
+    return done(c) ? c : undefined;
+  }, 10_000);
 // A full batch (4 spans) is exported at once, as in a busy worker, and a failure goes where a worker's does.
 
 it('counts spans the backend took as exported', async () => {
@@ -73,7 +73,7 @@ it('counts spans dropped while the backend stalls and the queue is full', async 
   answer = (_req, res) => void stalled.push(res);
   endSpans(4); // a batch: its export stalls
   endSpans(10); // 4 fill the queue behind it, 6 find no room
-  for (const until = Date.now() + 5_000; stalled.length === 0 && Date.now() < until; ) await new Promise((resolve) => setTimeout(resolve, 20));
+  await eventually('the stalled export', () => stalled.length > 0 || undefined, 5_000);
   expect(stalled).toHaveLength(1);
   answer = (_req, res) => res.writeHead(200).end();
   stalled[0]!.writeHead(200).end();
