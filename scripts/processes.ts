@@ -91,6 +91,9 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** What output() keeps of a process whose output goes through the group. */
 const OWN_OUTPUT_CHARS = 200_000;
 
+/** Log files made by this process so far: each start's file is its own. */
+let logFiles = 0;
+
 /** The processes of one test file, benchmark or local stack, with their output. */
 export class ProcessGroup {
   private chunks: string[] = [];
@@ -125,7 +128,9 @@ export class ProcessGroup {
 
   /** Starts a process and waits until it says it is ready; rejects, with its output, if it exits first. */
   async start(spec: ProcessSpec): Promise<RunningProcess> {
-    const logFile = spec.logFile || spec.interactive ? join(tmpdir(), `delivery-${process.pid}-${spec.name.replace(/[^\w.-]/g, '_')}.log`) : undefined;
+    // A file of each start's own: two processes of one name (each observe fleet's worker-1) once shared one, each
+    // overwriting the other's lines, and a ready line overwritten was never seen (bench/limits.ts, "did not start").
+    const logFile = spec.logFile || spec.interactive ? join(tmpdir(), `delivery-${process.pid}-${++logFiles}-${spec.name.replace(/[^\w.-]/g, '_')}.log`) : undefined;
     const fd = logFile ? openSync(logFile, 'w') : undefined;
     const child = spawn(process.execPath, [...(spec.nodeArgs ?? []), '--import', 'tsx', join(ROOT, spec.entry)], {
       cwd: ROOT,
