@@ -4,19 +4,22 @@
  * shared one file, each overwriting the other's lines: a ready line overwritten was never seen and
  * the round failed with "did not start".
  */
-import { ENTRY, ProcessGroup } from '../../scripts/processes';
+import { ENTRY, ProcessGroup, type RunningProcess } from '../../scripts/processes';
 import { freePort } from '../../scripts/temporal-dev-server';
 
 const group = new ProcessGroup();
-afterAll(() => group.stopAll());
+const started: RunningProcess[] = [];
+afterAll(async () => {
+  await group.stopAll();
+  started.forEach((p) => p.removeLog());
+});
 
 it('gives each start of a same-named process a log file of its own', async () => {
   const ports = [await freePort(), await freePort()];
-  const twins = [];
   for (const port of ports) {
-    twins.push(await group.start({ name: 'twin', ...ENTRY.simulator, env: { SIMULATOR_PORT: String(port), SIMULATOR_HOST: '127.0.0.1' }, isolated: true, logFile: true }));
+    started.push(await group.start({ name: 'twin', ...ENTRY.simulator, env: { SIMULATOR_PORT: String(port), SIMULATOR_HOST: '127.0.0.1' }, isolated: true, logFile: true }));
   }
-  const [first, second] = twins.map((p) => p.output());
+  const [first, second] = started.map((p) => p.output());
   expect(first).toContain(`:${ports[0]}`);
   expect(first).not.toContain(`:${ports[1]}`);
   expect(second).toContain(`:${ports[1]}`);
