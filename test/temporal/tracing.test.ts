@@ -206,4 +206,3 @@ it('one delivery is one trace from the order system’s start to the courier’s
     expect(counted).toEqual({ exported: expect.any(Number), failed: 0, dropped: 0 });
   }
 }, 240_000);
-
