@@ -26,9 +26,8 @@ import { freePort } from '../scripts/temporal-dev-server';
 
 const { num } = benchSettings('LIMITS');
 export const SCALE = num('SCALE', 10);
-const ORDERS = num('ORDERS', 300);
-const POISON_ORDERS = num('POISON_ORDERS', 200);
-const OBSERVE_ROUNDS = num('OBSERVE_ROUNDS', 3);
+const [ORDERS, POISON_ORDERS] = [num('ORDERS', 300), num('POISON_ORDERS', 200)];
+const [OBSERVE_ROUNDS, OBSERVE_WARMUP] = [num('OBSERVE_ROUNDS', 3), num('OBSERVE_WARMUP', 0)]; // warm-up: orders an observe fleet runs before its CPU is measured
 const OBSERVE_PARTS = (process.env.LIMITS_BENCH_OBSERVE_PARTS ?? 'metrics,traces').split(','); // what `on` turns on
 const OBSERVE_JAEGER = process.env.LIMITS_BENCH_JAEGER === 'idle' ? 'idle' : 'normal'; // its scheduling priority: docs/benchmarks.md
 const TIME_LIMIT_MS = num('TIME_LIMIT_MIN', 40) * 60_000;
@@ -71,8 +70,7 @@ export function startWorkers(ctx: Context, o: { taskQueue: string; url: string; 
 
 /** When the simulator created each order's delivery, waiting until all are or the deadline passes. */
 export async function waitCreated(sim: Simulator, orders: Order[], deadlineMs: number, label: string): Promise<Map<string, number>> {
-  const wanted = new Set(orders.map((o) => o.reference));
-  const created = new Map<string, number>();
+  const [wanted, created] = [new Set(orders.map((o) => o.reference)), new Map<string, number>()];
   return ticking(progress, () => `${label}: ${created.size}/${wanted.size} created`, async () => {
     for (; ; await sleep(500)) {
       for (const { delivery: d } of sim.deliveries()) if (wanted.has(d.reference_number ?? '') && !created.has(d.reference_number!)) created.set(d.reference_number!, Date.parse(d.created_at));
@@ -164,8 +162,10 @@ async function backlogPhase(ctx: Context, phase: 'gate' | 'task-queue' | 'poison
   const least = leastDrainMs(orders, LIMITS.quotes, LIMITS.creations);
   progress(`${phase}: ${orders.length} orders (${orders.filter((o) => o.order.is_food).length} food, ${new Set(orders.map((o) => o.fingerprint)).size} distinct), least drain ${(least / 1000).toFixed(1)} s`);
   const cpu = cpuMeter(Object.fromEntries(workers.map((w, i) => [i, w.pid])));
-  const measured = cpu.begin();
+  const warm = makeOrders(`${run}-${stamp}-warm`, observe ? OBSERVE_WARMUP : 0); // then the measure is of workers past their first deliveries
   try {
+    if (warm.length && (await startOrders(ctx, taskQueue, warm, { concurrency: 32, followUp: { quietMs: QUIET_MS } }).then(() => waitCreated(sim, warm, Date.now() + 3 * least + 60_000, `${run}-warm`))).size < warm.length) throw new Error(`${run}: the warm-up's orders were not all created`);
+    const measured = cpu.begin();
     await startOrders(ctx, taskQueue, poison, { concurrency: 1, followUp: { quietMs: QUIET_MS } }); // first, one after another
     const startedAt = await startOrders(ctx, taskQueue, orders, { concurrency: 32, followUp: { quietMs: QUIET_MS, jitter: 0.2 } });
     if (phase === 'switch') switched = switchWhenCreated(ctx, sim, { deploymentName: deployment, buildId: 'b' }, taskQueue, Math.floor(orders.length / 3));
@@ -175,7 +175,7 @@ async function backlogPhase(ctx: Context, phase: 'gate' | 'task-queue' | 'poison
     return switched ? { ...figures, ...(await switchFigures(ctx, orders, taskQueue, await switched)) } : figures;
   } finally {
     await Promise.all(workers.map((w) => w.stop()));
-    await Promise.all([...poison, ...orders].map((o) => ctx.temporal.workflow.getHandle(deliveryWorkflowId(o.reference)).terminate('benchmark over').catch(() => undefined)));
+    await Promise.all([...poison, ...warm, ...orders].map((o) => ctx.temporal.workflow.getHandle(deliveryWorkflowId(o.reference)).terminate('benchmark over').catch(() => undefined)));
   }
 }
 
