@@ -7,11 +7,14 @@
 import { z } from 'zod';
 import { ACCOUNT_ID, ACCOUNT_ID_RULE } from '../contract/accounts';
 import { ReferenceNumber, UpdateDeliveryRequestSchema } from '../provider/schemas';
-import { RejectReasonSchema, workflowContractRegistry } from '../contract/schemas';
-import { DELIVERIES_SERVICE, type DeliveryReferenceInput, type RejectQuoteInput, type UpdateDeliveryInput } from './service';
+import { DeliveryOrderSchema, RejectReasonSchema, workflowContractRegistry } from '../contract/schemas';
+import { DELIVERIES_SERVICE, type DeliveryReferenceInput, type QuoteInput, type RejectQuoteInput, type UpdateDeliveryInput } from './service';
 
 const reference = ReferenceNumber.meta({ description: 'The reference the delivery was created with (its workflow is `delivery:<reference>`, or `delivery@<account>:<reference>` for an account other than `default`).' });
 const account = z.string().regex(ACCOUNT_ID, { message: ACCOUNT_ID_RULE }).optional().meta({ description: 'The courier account the delivery was created in. Default `default`.' });
+
+export const QuoteInputSchema = z.object({ order: DeliveryOrderSchema, account: account.meta({ description: 'The courier account to quote in, one the worker\'s registry has (and, with endpoint account lists, one the endpoint serves). Default `default`.' }) }).strict();
+workflowContractRegistry.add(QuoteInputSchema, { id: 'NexusQuoteInput', description: 'The input of the Nexus operation quote. A bare DeliveryOrder (the input before accounts) is still taken, quoted in `default`.' });
 
 export const DeliveryReferenceInputSchema = z.object({ reference, account }).strict();
 workflowContractRegistry.add(DeliveryReferenceInputSchema, { id: 'NexusDeliveryReference', description: 'The input of the Nexus operations status, approveQuote and cancel.' });
@@ -29,13 +32,15 @@ export function nexusServiceDocument(ref: (id: string) => Json): Json {
   const sync = (input: Json, output: Json, does: string) => ({ kind: 'synchronous', input, output, does });
   return {
     service: DELIVERIES_SERVICE,
-    endpoint: 'any name; `npm start` and `npm run cluster` create `deliveries` targeting the worker\'s namespace and task queue (DELIVERY_TASK_QUEUE)',
+    endpoint: 'any name; `npm start` and `npm run cluster` create `deliveries` targeting the worker\'s namespace and task queue (DELIVERY_TASK_QUEUE), or, with DELIVERY_NEXUS_ENDPOINTS_FILE, each endpoint the file lists, serving its accounts only (docs/accounts.md)',
     failures:
-      'A bad input is a non-retryable BAD_REQUEST handler error caused by the ApplicationFailure InvalidDeliveryInput (details[0] is [{ field, message }]); ' +
+      'Every refusal comes before anything starts, synchronously, never retried. ' +
+      'A bad input, an unknown or removed account, or any start the delivery workflow\'s start check would refuse is a non-retryable BAD_REQUEST handler error caused by the ApplicationFailure InvalidDeliveryInput (details[0] is [{ field, message }]); ' +
+      'an account the endpoint does not serve (DELIVERY_NEXUS_ENDPOINTS_FILE) a non-retryable UNAUTHORIZED handler error caused by the ApplicationFailure AccountNotAllowed (details[0] the same list, field `account`); ' +
       'an unknown reference a non-retryable NOT_FOUND handler error; an update or cancel for a delivery whose workflow has ended a failed operation caused by DeliveryEnded; a refused update, a failed quote, or a delivery workflow that fails (QuoteRejected, QuoteApprovalTimedOut, ...), a failed operation caused by the workflow\'s failure (same types as the workflow); ' +
       'a cancelled delivery a cancelled operation. Failure messages and details are encrypted like every payload when the deployment sets DELIVERY_PAYLOAD_KEYS: callers need the same codec (docs/payload-encryption.md).',
     operations: {
-      quote: sync(ref('DeliveryOrder'), ref('CarriedQuote'), 'a price for the order through the same paced path as a delivery\'s quote; creates nothing; pass it as createDelivery\'s quote (no fingerprint, so not carried, when the worker paces by task queue instead of the gate)'),
+      quote: sync(ref('NexusQuoteInput'), ref('CarriedQuote'), 'a price for the order in its account through the same paced path as a delivery\'s quote; creates nothing; pass it as createDelivery\'s quote (no fingerprint, so not carried, when the worker paces by task queue instead of the gate). A bare DeliveryOrder is still taken, quoted in `default`.'),
       createDelivery: {
         kind: 'asynchronous (backed by the workflow `delivery:<reference>`, or `delivery@<account>:<reference>` for an account other than `default`)',
         input: ref('DeliveryWorkflowInput'),
@@ -54,8 +59,9 @@ export function nexusServiceDocument(ref: (id: string) => Json): Json {
 // The schemas and the service's types must stay the same shape.
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 const sameShapes: [
+  Same<z.output<typeof QuoteInputSchema>, QuoteInput>,
   Same<z.output<typeof DeliveryReferenceInputSchema>, DeliveryReferenceInput>,
   Same<z.output<typeof RejectQuoteInputSchema>, RejectQuoteInput>,
   Same<z.output<typeof UpdateDeliveryInputSchema>, UpdateDeliveryInput>,
-] = [true, true, true];
+] = [true, true, true, true];
 void sameShapes;

@@ -19,6 +19,16 @@ export const DELIVERIES_SERVICE = 'deliveries';
 /** The input of `createDelivery`: the delivery workflow's own input (contract/schemas.ts, DeliveryWorkflowInput). */
 export type CreateDeliveryInput = Omit<DeliveryWorkflowInput, 'resume'>;
 
+/**
+ * The input of `quote`: the order, and the courier account to quote it in (absent: `default`).
+ * A bare DeliveryOrder, 0.3.0's input, is still taken and quoted in `default`, so that callers
+ * built before accounts keep working.
+ */
+export interface QuoteInput {
+  order: DeliveryOrder;
+  account?: string;
+}
+
 /** Names the delivery of the other operations. */
 export interface DeliveryReferenceInput {
   reference: string;
@@ -42,8 +52,8 @@ export interface UpdateDeliveryInput extends DeliveryReferenceInput {
 export type QuoteOutput = Quote & { fingerprint?: CarriedQuote['fingerprint'] };
 
 export const deliveriesService = nexus.service(DELIVERIES_SERVICE, {
-  /** Synchronous: a price for the order, through the same paced path as a delivery's quote; creates nothing. */
-  quote: nexus.operation<DeliveryOrder, QuoteOutput>(),
+  /** Synchronous: a price for the order in its account, through the same paced path as a delivery's quote; creates nothing. */
+  quote: nexus.operation<QuoteInput | DeliveryOrder, QuoteOutput>(),
   /**
    * Asynchronous: starts the delivery workflow (`delivery:<reference>`, or `delivery@<account>:<reference>`); its result is the
    * DeliveryResult once the delivery ends. Cancelling the operation cancels the delivery, with the

@@ -11,6 +11,7 @@ import { z } from 'zod';
 import { DEFAULT_TASK_QUEUE } from '../contract/task-queues';
 import { parseEnv } from '../provider/validation';
 import { connectClient } from '../temporal/client-connection';
+import { nexusEndpointsFromEnv } from '../nexus/endpoint-accounts';
 
 export const ORDERS_NAMESPACE = 'orders';
 export const DELIVERIES_ENDPOINT = 'deliveries';
@@ -88,14 +89,20 @@ export async function ensureNexusSetup(connection: Connection, o: NexusSetup): P
 /**
  * `npm start` and `npm run cluster`: the `orders` namespace and the endpoint `deliveries` on the
  * local Temporal, routed to the worker's task queue (DELIVERY_TASK_QUEUE, as the worker reads it),
- * so examples/nexus-order-system runs at once.
+ * so examples/nexus-order-system runs at once. With DELIVERY_NEXUS_ENDPOINTS_FILE, each endpoint
+ * the file lists instead, and its caller namespace (nexus/endpoint-accounts.ts): `deliveries`
+ * is not made, as it would serve no account.
  */
 export async function setUpLocalNexus(address: string, targetNamespace: string, log: (line: string) => void): Promise<void> {
   const targetTaskQueue = parseEnv(z.object({ DELIVERY_TASK_QUEUE: z.string().min(1).default(DEFAULT_TASK_QUEUE) }), process.env, 'task queue').DELIVERY_TASK_QUEUE;
+  const listed = nexusEndpointsFromEnv(process.env)?.list();
+  const setups = listed ? listed.map((e) => ({ callerNamespace: e.callerNamespace, endpoint: e.name, accounts: [...e.accounts] })) : [{ callerNamespace: undefined, endpoint: undefined, accounts: undefined }];
   const connection = await connectClient({ address });
   try {
-    const { callerNamespace, endpoint } = await ensureNexusSetup(connection, { targetNamespace, targetTaskQueue });
-    log(`Nexus endpoint ${endpoint} → namespace ${targetNamespace}, task queue ${targetTaskQueue}; order systems' namespace ${callerNamespace}`);
+    for (const s of setups) {
+      const { callerNamespace, endpoint } = await ensureNexusSetup(connection, { ...s, targetNamespace, targetTaskQueue });
+      log(`Nexus endpoint ${endpoint} → namespace ${targetNamespace}, task queue ${targetTaskQueue}; order systems' namespace ${callerNamespace}${s.accounts ? `; accounts ${s.accounts.join(', ')}` : ''}`);
+    }
   } finally {
     await connection.close();
   }

@@ -25,6 +25,7 @@ import { deploymentVersionFromEnv, MakeCurrentSchema, routeOnStart, versionLabel
 import { installTracing, tracingClientInterceptors } from '../tracing/install';
 import { countTraceSpans } from '../metrics/trace-spans';
 import { traceFields } from '../tracing/spans';
+import { nexusEndpointsFromEnv } from '../nexus/endpoint-accounts';
 
 const WorkerEnvSchema = z.object({
   LOG_LEVEL: z.enum(['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR']).default('INFO'),
@@ -94,6 +95,8 @@ async function main(): Promise<void> {
       },
     },
   });
+  // Each Nexus endpoint's accounts (DELIVERY_NEXUS_ENDPOINTS_FILE; none: every endpoint serves every account).
+  const nexusEndpoints = nexusEndpointsFromEnv(process.env, logLine);
   const pacing = pacingSettingsFromEnv();
   const ownMetrics = env.WORKER_DELIVERY_METRICS_ADDRESS ? await serveMetrics(metrics.registry, env.WORKER_DELIVERY_METRICS_ADDRESS) : undefined;
   const connection = await NativeConnection.connect(temporal.connectionOptions as NativeConnectionOptions);
@@ -106,6 +109,7 @@ async function main(): Promise<void> {
     taskQueue: temporal.taskQueue,
     activities: createProviderActivities((account) => clients.forAccount(account), { httpTimeoutMs: provider.timeoutMs }),
     accounts,
+    nexusEndpoints,
     // The worker's own calls (the gate's start, requests and answers) share the native connection:
     // its transport runs off the JavaScript thread, which the workflow tasks keep busy.
     client: temporalClient,
@@ -138,6 +142,7 @@ async function main(): Promise<void> {
       `, version ${versionLabel(deployment)}` +
       `, pacing by ${pacing.pacing} (creations ${pacing.limits.creations.limit}/${pacing.limits.creations.windowMs / 1000} s, quotes ${pacing.limits.quotes.limit}/${pacing.limits.quotes.windowMs / 1000} s)` +
       `, notification endpoints: ${describeEndpoints(notify)}` +
+      (nexusEndpoints ? `, Nexus endpoints' accounts from ${nexusEndpoints.source}` : '') +
       (env.WORKER_METRICS_ADDRESS ? `, metrics http://${env.WORKER_METRICS_ADDRESS}/metrics` : '') +
       (ownMetrics ? `, delivery metrics ${ownMetrics.url}` : '') +
       (tracing ? `, traces to ${tracing.config.tracesUrl} as ${tracing.config.serviceName}` : ''),

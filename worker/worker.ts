@@ -22,7 +22,8 @@ import type { NotifyConfig } from '../notifications/config';
 import { DEFAULT_RETRY_SCHEDULE } from '../notifications/retry-schedule';
 import type { CallFamily } from '../provider/limits';
 import { gateTaskQueue, notificationsTaskQueue, providerTaskQueues } from '../contract/task-queues';
-import { deliveriesServiceHandler } from '../nexus/handlers';
+import { createDeliveriesServiceHandler } from '../nexus/handlers';
+import type { NexusEndpoints } from '../nexus/endpoint-accounts';
 import { DEFAULT_PACING, taskQueueRatePerSecond, type PacingSettings } from './pacing-config';
 import type { DeploymentVersion } from '../temporal/worker-deployment';
 import { SIGNAL_ENDPOINT, type WorkerMetrics } from '../metrics/worker-metrics';
@@ -59,6 +60,8 @@ export interface DeliveryWorkerOptions {
   dataConverter?: DataConverter;
   /** The courier accounts served (accounts/registry.ts); absent: the start check lets any account through (tests without a registry). */
   accounts?: AccountRegistry;
+  /** Each Nexus endpoint's accounts (nexus/endpoint-accounts.ts); absent: every endpoint serves every account. */
+  nexusEndpoints?: NexusEndpoints;
   /** The notification endpoints (notifications/config.ts); none by default. */
   notify?: NotifyConfig;
   /**
@@ -122,7 +125,8 @@ export async function createDeliveryWorkers(o: DeliveryWorkerOptions): Promise<D
     taskQueue: o.taskQueue,
     workflowBundle,
     activities: { ...gateActivities, ...createStartCheckActivities(notifyTargets, o.accounts) },
-    nexusServices: [deliveriesServiceHandler], // the Nexus service `deliveries` (nexus/handlers.ts)
+    // The Nexus service `deliveries` (nexus/handlers.ts), refusing what the start check would, before anything starts.
+    nexusServices: [createDeliveriesServiceHandler({ accounts: o.accounts, notifyEndpoints: (account) => notifyTargets.names(account), endpoints: o.nexusEndpoints })],
     maxCachedWorkflows: o.maxCachedWorkflows,
     maxConcurrentWorkflowTaskExecutions: o.maxConcurrentWorkflowTasks ?? DEFAULT_MAX_CONCURRENT_WORKFLOW_TASKS,
     stickyQueueScheduleToStartTimeout: o.stickyQueueTimeoutMs ?? DEFAULT_STICKY_QUEUE_TIMEOUT_MS,
