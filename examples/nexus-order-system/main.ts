@@ -1,9 +1,10 @@
 /**
- * `npx tsx examples/nexus-order-system/main.ts [reference] [--cancel]` with `npm start` (or
- * `npm run cluster`) running: the order system's worker in the namespace `orders`, and one order
- * workflow on it that has its delivery made through the Nexus endpoint `deliveries`. Prints the
- * outcome once the delivery has ended (the simulator advances it every 5 s). With --cancel the
- * order cancels its delivery 3 s after it started.
+ * `npx tsx examples/nexus-order-system/main.ts [reference] [--cancel] [--account <id>]` with
+ * `npm start` (or `npm run cluster`) running: the order system's worker in the namespace `orders`
+ * (ORDERS_NAMESPACE), and one order workflow on it that has its delivery made through the Nexus
+ * endpoint `deliveries` (ORDERS_ENDPOINT). Prints the outcome once the delivery has ended (the
+ * simulator advances it every 5 s). With --cancel the order cancels its delivery 3 s after it
+ * started; with --account, the delivery is that courier account's.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -13,7 +14,8 @@ import type { DeliveryOrder } from '../../contract/delivery-types';
 import { connectClient } from '../../temporal/client-connection';
 import { temporalSettingsFromEnv } from '../../temporal/connection';
 import { dataConverterFromEnv } from '../../temporal/payload-codec';
-import { cancelDeliverySignal, orderWorkflow } from './workflows';
+import { deliveryWorkflowId } from '../../contract/workflow-ids';
+import { cancelDeliverySignal, DELIVERIES_ENDPOINT, orderWorkflow } from './workflows';
 
 /**
  * A demo waits for the result: the delivery's own default keeps its workflow open 10 minutes after
@@ -22,11 +24,14 @@ import { cancelDeliverySignal, orderWorkflow } from './workflows';
 const DEMO_FOLLOW_UP = { endGraceMs: 5_000 };
 
 const NAMESPACE = process.env.ORDERS_NAMESPACE || 'orders';
+const ENDPOINT = process.env.ORDERS_ENDPOINT || undefined;
 const TASK_QUEUE = 'order-system';
 
 async function main(): Promise<void> {
   Runtime.install({ logger: new DefaultLogger('WARN') }); // the worker's warnings only
   const args = process.argv.slice(2);
+  const accountAt = args.indexOf('--account');
+  const account = accountAt >= 0 ? args.splice(accountAt, 2)[1] : undefined;
   const reference = args.find((a) => !a.startsWith('--')) ?? `NEXUS-${Date.now().toString(36).toUpperCase()}`;
   const { address } = temporalSettingsFromEnv();
   // The deliveries' payloads are encrypted (docs/payload-encryption.md): the order system uses the
@@ -39,8 +44,8 @@ async function main(): Promise<void> {
   const order = JSON.parse(readFileSync(join(__dirname, '../../docs/examples/order.json'), 'utf8')) as DeliveryOrder;
 
   const outcome = await worker.runUntil(async () => {
-    const handle = await client.workflow.start(orderWorkflow, { taskQueue: TASK_QUEUE, workflowId: `order:${reference}`, args: [{ reference, order, followUp: DEMO_FOLLOW_UP }] });
-    console.log(`order workflow order:${reference} in namespace ${NAMESPACE}: its delivery is delivery:${reference}, through the Nexus endpoint deliveries`);
+    const handle = await client.workflow.start(orderWorkflow, { taskQueue: TASK_QUEUE, workflowId: `order:${reference}`, args: [{ reference, account, order, endpoint: ENDPOINT, followUp: DEMO_FOLLOW_UP }] });
+    console.log(`order workflow order:${reference} in namespace ${NAMESPACE}: its delivery is ${deliveryWorkflowId(reference, account)}, through the Nexus endpoint ${ENDPOINT ?? DELIVERIES_ENDPOINT}`);
     if (args.includes('--cancel')) {
       await new Promise((r) => setTimeout(r, 3_000));
       // A delivery that ended already (the simulator can be fast) has nothing left to cancel.

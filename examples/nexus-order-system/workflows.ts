@@ -18,8 +18,10 @@ export const DELIVERIES_ENDPOINT = 'deliveries';
 export const cancelDeliverySignal = defineSignal('cancelDelivery');
 
 export interface OrderInput {
-  /** The order system's reference: the delivery is `delivery:<reference>` on the other side. */
+  /** The order system's reference: the delivery is `delivery:<reference>` (`delivery@<account>:<reference>`) on the other side. */
   reference: string;
+  /** The courier account to quote and deliver in (absent: `default`); an endpoint with an account list serves only those. */
+  account?: string;
   order: DeliveryOrder;
   maxPrice?: Price;
   /** Ask for a quote first and carry it into the delivery (default true). */
@@ -28,6 +30,8 @@ export interface OrderInput {
   endpoint?: string;
   /** The delivery's follow-up settings (e.g. `endGraceMs`: its result comes that long after its end). */
   followUp?: DeliveryWorkflowInput['followUp'];
+  /** Where the delivery tells the order system of its changes: one of its account's notification endpoints (docs/notifications.md). */
+  notify?: DeliveryWorkflowInput['notify'];
 }
 
 export interface OrderOutcome {
@@ -41,9 +45,9 @@ export interface OrderOutcome {
 
 export async function orderWorkflow(input: OrderInput): Promise<OrderOutcome> {
   const deliveries = createNexusServiceClient({ service: deliveriesService, endpoint: input.endpoint ?? DELIVERIES_ENDPOINT });
-  const { reference, order, maxPrice, followUp } = input;
+  const { reference, account, order, maxPrice, followUp, notify } = input;
 
-  const quote = input.quoteFirst === false ? undefined : await deliveries.executeOperation('quote', order, { scheduleToCloseTimeout: '15 minutes' });
+  const quote = input.quoteFirst === false ? undefined : await deliveries.executeOperation('quote', { order, account }, { scheduleToCloseTimeout: '15 minutes' });
 
   const delivery = new CancellationScope();
   setHandler(cancelDeliverySignal, () => delivery.cancel());
@@ -52,7 +56,7 @@ export async function orderWorkflow(input: OrderInput): Promise<OrderOutcome> {
       const operation = await deliveries.startOperation(
         'createDelivery',
         // A quote with a fingerprint is used by the delivery while valid: no second quote is asked for.
-        { reference, order, maxPrice, followUp, quote: quote?.fingerprint ? { ...quote, fingerprint: quote.fingerprint } : undefined },
+        { reference, account, order, maxPrice, followUp, notify, quote: quote?.fingerprint ? { ...quote, fingerprint: quote.fingerprint } : undefined },
         { summary: `delivery for order ${reference}` },
       );
       return operation.result();
@@ -61,7 +65,7 @@ export async function orderWorkflow(input: OrderInput): Promise<OrderOutcome> {
   } catch (err) {
     // The operation waits for the delivery workflow to settle its cancellation before it reports it.
     if (!isCancellation(err)) throw err;
-    return { reference, quote, cancelled: await deliveries.executeOperation('status', { reference }) };
+    return { reference, quote, cancelled: await deliveries.executeOperation('status', { reference, account }) };
   }
 }
 

@@ -39,15 +39,17 @@ export interface OrderSystem {
   stop(): Promise<void>;
 }
 
-export async function startOrderSystem(side: DeliverySide): Promise<OrderSystem> {
+/** `namespace` and `endpoint`: the caller's (default `orders`, and a name unique to the call). */
+export async function startOrderSystem(side: DeliverySide, o: { namespace?: string; endpoint?: string } = {}): Promise<OrderSystem> {
   const connection: Connection = await connectClient({ address: side.address });
-  const endpoint = `deliveries-test-${randomUUID().slice(0, 8)}`;
-  await ensureNexusSetup(connection, { callerNamespace: ORDERS_NAMESPACE, endpoint, targetNamespace: side.namespace, targetTaskQueue: side.taskQueue, timeoutMs: 60_000 });
+  const endpoint = o.endpoint ?? `deliveries-test-${randomUUID().slice(0, 8)}`;
+  const namespace = o.namespace ?? ORDERS_NAMESPACE;
+  await ensureNexusSetup(connection, { callerNamespace: namespace, endpoint, targetNamespace: side.namespace, targetTaskQueue: side.taskQueue, timeoutMs: 60_000 });
   const native = await NativeConnection.connect({ address: side.address });
   const taskQueue = `orders-${randomUUID().slice(0, 8)}`;
   const worker = await Worker.create({
     connection: native,
-    namespace: ORDERS_NAMESPACE,
+    namespace,
     taskQueue,
     workflowsPath: require.resolve('../../examples/nexus-order-system/workflows'),
     dataConverter: side.dataConverter,
@@ -56,7 +58,7 @@ export async function startOrderSystem(side: DeliverySide): Promise<OrderSystem>
   return {
     endpoint,
     taskQueue,
-    client: new Client({ connection, namespace: ORDERS_NAMESPACE, dataConverter: side.dataConverter }),
+    client: new Client({ connection, namespace, dataConverter: side.dataConverter }),
     async stop() {
       worker.shutdown();
       await running;
@@ -68,9 +70,9 @@ export async function startOrderSystem(side: DeliverySide): Promise<OrderSystem>
 }
 
 let seq = 0;
-const newReference = (prefix: string) => `${prefix}-${Date.now().toString(36)}-${++seq}`;
+export const newReference = (prefix: string) => `${prefix}-${Date.now().toString(36)}-${++seq}`;
 
-function order() {
+export function order() {
   const { reference_number: _r, ...o } = deliveryRequest({}, 2);
   return o;
 }
@@ -93,12 +95,12 @@ function created(side: DeliverySide, reference: string): Promise<DeliveryState> 
   });
 }
 
-function start(orders: OrderSystem, input: Omit<OrderInput, 'endpoint'>) {
+export function start(orders: OrderSystem, input: Omit<OrderInput, 'endpoint'>) {
   return orders.client.workflow.start(orderWorkflow, { taskQueue: orders.taskQueue, workflowId: `order:${input.reference}`, args: [{ followUp: { endGraceMs: 0 }, ...input, endpoint: orders.endpoint }] });
 }
 
 /** The failure a caller workflow ended with: the Nexus operation's, the handler error if any, and the deepest ApplicationFailure of its chain (the reason). */
-async function failureOf(result: Promise<unknown>): Promise<{ operation: NexusOperationFailure; handler?: HandlerError; application?: ApplicationFailure }> {
+export async function failureOf(result: Promise<unknown>): Promise<{ operation: NexusOperationFailure; handler?: HandlerError; application?: ApplicationFailure }> {
   const err = await result.then(
     () => undefined,
     (e: unknown) => e,
@@ -116,7 +118,7 @@ async function failureOf(result: Promise<unknown>): Promise<{ operation: NexusOp
 }
 
 /** A synchronous operation, sent from a workflow in `orders` as a support tool would. */
-function request(orders: OrderSystem, r: DeliveryRequest): Promise<DeliveryState> {
+export function request(orders: OrderSystem, r: DeliveryRequest): Promise<DeliveryState> {
   return orders.client.workflow.execute(deliveryRequestWorkflow, { taskQueue: orders.taskQueue, workflowId: `request:${r.operation}:${randomUUID()}`, args: [orders.endpoint, r] });
 }
 

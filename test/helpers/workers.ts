@@ -12,6 +12,7 @@ import type { DeploymentVersion } from '../../temporal/worker-deployment';
 import { testNativeConnection, testServerAddress, uniqueTaskQueue } from './temporal';
 import { plainWorkflowBundle } from './workflow-bundle';
 import type { WorkerMetrics } from '../../metrics/worker-metrics';
+import type { NexusEndpoints } from '../../nexus/endpoint-accounts';
 
 let bundle: Promise<WorkflowBundle> | undefined;
 /** The product's workflows, bundled once per run (test/helpers/workflow-bundle.ts). */
@@ -48,6 +49,8 @@ export interface StartWorkersOptions {
   workflowBundle?: WorkflowBundle;
   /** The courier accounts served (test/temporal/accounts.test.ts); unset: any account passes the start check. */
   accounts?: AccountRegistry;
+  /** Each Nexus endpoint's accounts (test/temporal/nexus-accounts.test.ts); unset: every endpoint serves every account. */
+  nexusEndpoints?: NexusEndpoints;
   /** The workers' own metrics (test/temporal/notifications.test.ts reads them); unset: none. */
   metrics?: WorkerMetrics;
 }
@@ -69,6 +72,7 @@ export async function startWorkers(activities: ProviderActivities, options: Star
     notify: options.notify,
     deployment: options.deployment,
     accounts: options.accounts,
+    nexusEndpoints: options.nexusEndpoints,
     metrics: options.metrics,
   });
   const running = workers.run();

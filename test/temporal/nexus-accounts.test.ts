@@ -1,0 +1,234 @@
+/**
+ * The Nexus service `deliveries` and the courier accounts, on the dev server, everything real: the
+ * account registry read from its file, the delivery workers, the simulator holding one key per
+ * account, and the example order workflow (examples/nexus-order-system/) on workers in the callers'
+ * namespaces.
+ *
+ * - issue 53: quote and createDelivery name an account; an unknown account, one removed from the
+ *   registry, and a start the workflow's start check would refuse are refused by the handler at
+ *   once (BAD_REQUEST, InvalidDeliveryInput naming the account and the field), nothing started;
+ * - issue 52: with endpoint account lists (DELIVERY_NEXUS_ENDPOINTS_FILE), two caller namespaces,
+ *   each with its endpoint: a request naming an account outside its endpoint's list is refused
+ *   (UNAUTHORIZED, AccountNotAllowed), whichever operation. Needs server 1.30+, which names the
+ *   endpoint to the handler.
+ */
+import { mkdtempSync, renameSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { WorkflowNotFoundError } from '@temporalio/client';
+import { deliveryWorkflowId } from '../../contract/workflow-ids';
+import { cancelDeliverySignal } from '../../examples/nexus-order-system/workflows';
+import { nexusEndpointsFromEnv } from '../../nexus/endpoint-accounts';
+import { keyFingerprint } from '../../simulator/auth';
+import { createSimulator, type Simulator } from '../../simulator/server';
+import { eventually } from '../helpers/stack';
+import { startAccountStack, type AccountStack } from '../helpers/account-stack';
+import { failureOf, newReference, order, request, start, startOrderSystem, type DeliverySide, type OrderSystem } from '../helpers/nexus-orders';
+import { testServerAddress } from '../helpers/temporal';
+
+jest.setTimeout(120_000);
+
+const KEYS = { 'shop-a': 'key-shop-a', 'shop-b': 'key-shop-b' } as const;
+type Shop = keyof typeof KEYS;
+
+let sim: Simulator;
+let dir: string;
+
+function writeRegistry(shops: Shop[]): void {
+  const accounts = shops.map((id) => ({ id, baseUrl: sim.url, apiKey: { file: `${id}.key` } }));
+  // Written aside and renamed: the registry never reads a half-written file.
+  writeFileSync(join(dir, 'accounts.json.tmp'), JSON.stringify({ accounts }));
+  renameSync(join(dir, 'accounts.json.tmp'), join(dir, 'accounts.json'));
+}
+
+beforeAll(async () => {
+  sim = createSimulator({ apiKeys: Object.values(KEYS), onError: (m) => console.error(`simulator: ${m}`) });
+  await sim.listen(0, '127.0.0.1');
+  dir = mkdtempSync(join(tmpdir(), 'delivery-nexus-accounts-'));
+  for (const [id, key] of Object.entries(KEYS)) writeFileSync(join(dir, `${id}.key`), key);
+  writeRegistry(['shop-a', 'shop-b']);
+});
+
+afterAll(async () => {
+  await sim.close();
+});
+
+/** The delivery side of an account stack, as the order-system helpers reach it. */
+function sideOf(stack: AccountStack): DeliverySide {
+  return {
+    ...testServerAddress(),
+    taskQueue: stack.workers.taskQueue,
+    deliveries: stack.deliveries,
+    temporal: stack.temporal,
+    async driveToDelivered() {
+      throw new Error('not used here');
+    },
+    async atProvider(reference) {
+      const found = sim.deliveries().filter((d) => d.delivery.reference_number === reference);
+      return { status: found[0]?.delivery.status ?? 'none', count: found.length };
+    },
+  };
+}
+
+/** The accounts under whose keys the simulator holds a delivery with this reference. */
+function createdUnder(reference: string): Shop[] {
+  const byFingerprint = new Map(Object.entries(KEYS).map(([shop, key]) => [keyFingerprint(key), shop as Shop]));
+  return sim
+    .deliveries()
+    .filter((d) => d.delivery.reference_number === reference)
+    .map((d) => byFingerprint.get(d.key_fingerprint)!);
+}
+
+/** No delivery workflow for the reference in the account, and nothing at the courier. */
+async function nothingStarted(stack: AccountStack, reference: string, account: string): Promise<void> {
+  await expect(stack.temporal.workflow.getHandle(deliveryWorkflowId(reference, account)).describe()).rejects.toBeInstanceOf(WorkflowNotFoundError);
+  expect(createdUnder(reference)).toEqual([]);
+}
+
+/** The caller's order workflow's history: the refused operation was never started (no NexusOperationStarted event). */
+async function neverStarted(orders: OrderSystem, reference: string): Promise<void> {
+  const history = await orders.client.workflow.getHandle(`order:${reference}`).fetchHistory();
+  expect(history.events?.some((e) => e.nexusOperationScheduledEventAttributes)).toBe(true);
+  expect(history.events?.some((e) => e.nexusOperationStartedEventAttributes)).toBe(false);
+}
+
+/** An order in `account` through the order system's endpoint, quoted first and created, then cancelled by the order: how it ended. */
+async function quotedCreatedCancelled(stack: AccountStack, orders: OrderSystem, account: Shop) {
+  const reference = newReference(`NXA-${account}`);
+  stack.started.push(deliveryWorkflowId(reference, account));
+  const handle = await start(orders, { reference, account, order: order() });
+  await eventually(`delivery ${reference} created in ${account}`, async () => ((await stack.deliveries.getStatus({ reference, account })).phase === 'following' ? true : undefined));
+  expect(createdUnder(reference)).toEqual([account]);
+  await handle.signal(cancelDeliverySignal);
+  return { reference, outcome: await handle.result() };
+}
+
+describe('quote and createDelivery through Nexus name their account; what the worker does not serve is refused before anything starts', () => {
+  let stack: AccountStack;
+  let orders: OrderSystem;
+
+  beforeAll(async () => {
+    stack = await startAccountStack(join(dir, 'accounts.json'), 'nexus-accounts');
+    orders = await startOrderSystem(sideOf(stack));
+  }, 120_000);
+  afterAll(async () => {
+    await orders?.stop();
+    await stack?.stop();
+  });
+
+  it('an order in shop-b is quoted and created with shop-b\'s key, the quote carried, and its status read with its account', async () => {
+    const { reference, outcome } = await quotedCreatedCancelled(stack, orders, 'shop-b');
+    expect(outcome.quote).toEqual(expect.objectContaining({ fingerprint: expect.stringMatching(/^[0-9a-f]{64}$/) }));
+    expect(outcome.cancelled).toEqual(expect.objectContaining({ reference, phase: 'ended', status: 'CANCELED' }));
+    // The carried quote was used: the delivery asked for none of its own.
+    expect(outcome.cancelled?.timeline.filter((e) => e.note?.startsWith('quoted ')).length).toBe(1);
+  });
+
+  it('an unknown account: quote and createDelivery fail at once with BAD_REQUEST InvalidDeliveryInput on `account`, never retried, nothing started', async () => {
+    const quoted = newReference('NXA-NOBODY');
+    const q = await failureOf(start(orders, { reference: quoted, account: 'nobody', order: order() }).then((h) => h.result()));
+    expect(q.operation.operation).toBe('quote');
+    expect(q.handler?.type).toBe('BAD_REQUEST');
+    expect(q.handler?.retryable).toBe(false);
+    expect(q.application?.type).toBe('InvalidDeliveryInput');
+    expect(q.application?.details?.[0]).toEqual([{ field: 'account', message: expect.stringContaining('no courier account nobody') }]);
+    await neverStarted(orders, quoted);
+
+    const created = newReference('NXA-NOBODY');
+    const c = await failureOf(start(orders, { reference: created, account: 'nobody', order: order(), quoteFirst: false }).then((h) => h.result()));
+    expect(c.operation.operation).toBe('createDelivery');
+    expect(c.handler?.type).toBe('BAD_REQUEST');
+    expect(c.application?.details?.[0]).toEqual([{ field: 'account', message: expect.stringContaining('no courier account nobody') }]);
+    await neverStarted(orders, created);
+    await nothingStarted(stack, created, 'nobody');
+  });
+
+  it('a start the workflow\'s start check would refuse (a notification endpoint the account does not have) fails createDelivery at once, nothing started', async () => {
+    const reference = newReference('NXA-NOTIFY');
+    const c = await failureOf(start(orders, { reference, account: 'shop-a', order: order(), quoteFirst: false, notify: { endpoint: 'orders' } }).then((h) => h.result()));
+    expect(c.operation.operation).toBe('createDelivery');
+    expect(c.handler?.type).toBe('BAD_REQUEST');
+    expect(c.application?.details?.[0]).toEqual([{ field: 'notify.endpoint', message: expect.stringContaining('no notification endpoint named orders') }]);
+    await neverStarted(orders, reference);
+    await nothingStarted(stack, reference, 'shop-a');
+  });
+
+  it('an account removed from the registry is refused from the reload on, as an unknown one', async () => {
+    writeRegistry(['shop-a']);
+    try {
+      await eventually('shop-b removed', () => (stack.registry.get('shop-b') ? undefined : true));
+      const reference = newReference('NXA-REMOVED');
+      const c = await failureOf(start(orders, { reference, account: 'shop-b', order: order() }).then((h) => h.result()));
+      expect(c.operation.operation).toBe('quote');
+      expect(c.application?.details?.[0]).toEqual([{ field: 'account', message: expect.stringContaining('no courier account shop-b') }]);
+      await nothingStarted(stack, reference, 'shop-b');
+    } finally {
+      writeRegistry(['shop-a', 'shop-b']);
+      await eventually('shop-b back', () => stack.registry.get('shop-b') && true);
+    }
+  });
+});
+
+describe('the Nexus endpoint as a boundary between accounts: two caller namespaces, each endpoint serving its own accounts', () => {
+  const run = randomUUID().slice(0, 6);
+  const endpointA = `deliveries-a-${run}`;
+  const endpointB = `deliveries-b-${run}`;
+  let stack: AccountStack;
+  let ordersA: OrderSystem;
+  let ordersB: OrderSystem;
+
+  beforeAll(async () => {
+    const file = join(dir, 'nexus-endpoints.json');
+    writeFileSync(
+      file,
+      JSON.stringify({
+        endpoints: [
+          { name: endpointA, callerNamespace: 'orders-a', accounts: ['shop-a'] },
+          { name: endpointB, callerNamespace: 'orders-b', accounts: ['shop-b'] },
+        ],
+      }),
+    );
+    stack = await startAccountStack(join(dir, 'accounts.json'), 'nexus-bounded', { nexusEndpoints: nexusEndpointsFromEnv({ DELIVERY_NEXUS_ENDPOINTS_FILE: file }) });
+    ordersA = await startOrderSystem(sideOf(stack), { namespace: 'orders-a', endpoint: endpointA });
+    ordersB = await startOrderSystem(sideOf(stack), { namespace: 'orders-b', endpoint: endpointB });
+  }, 180_000);
+  afterAll(async () => {
+    await ordersA?.stop();
+    await ordersB?.stop();
+    await stack?.stop();
+  });
+
+  it('each namespace has its own account\'s deliveries quoted and made through its endpoint', async () => {
+    const a = await quotedCreatedCancelled(stack, ordersA, 'shop-a');
+    const b = await quotedCreatedCancelled(stack, ordersB, 'shop-b');
+    expect(a.outcome.cancelled?.status).toBe('CANCELED');
+    expect(b.outcome.cancelled?.status).toBe('CANCELED');
+  });
+
+  it('a quote, a createDelivery and a status naming the other namespace\'s account are refused with UNAUTHORIZED AccountNotAllowed, nothing started', async () => {
+    const quoted = newReference('NXB-OTHER');
+    const q = await failureOf(start(ordersA, { reference: quoted, account: 'shop-b', order: order() }).then((h) => h.result()));
+    expect(q.operation.operation).toBe('quote');
+    expect(q.handler?.type).toBe('UNAUTHORIZED');
+    expect(q.handler?.retryable).toBe(false);
+    expect(q.application?.type).toBe('AccountNotAllowed');
+    expect(q.application?.details?.[0]).toEqual([{ field: 'account', message: expect.stringContaining(`account shop-b: not served through the Nexus endpoint ${endpointA}`) }]);
+    await neverStarted(ordersA, quoted);
+
+    const created = newReference('NXB-OTHER');
+    const c = await failureOf(start(ordersB, { reference: created, account: 'shop-a', order: order(), quoteFirst: false }).then((h) => h.result()));
+    expect(c.operation.operation).toBe('createDelivery');
+    expect(c.handler?.type).toBe('UNAUTHORIZED');
+    expect(c.application?.details?.[0]).toEqual([{ field: 'account', message: expect.stringContaining(`account shop-a: not served through the Nexus endpoint ${endpointB}`) }]);
+    await neverStarted(ordersB, created);
+    await nothingStarted(stack, created, 'shop-a');
+
+    // Nor can it read, change or cancel another account's delivery: refused before the workflow is looked up.
+    const status = await failureOf(request(ordersB, { operation: 'cancel', input: { reference: quoted, account: 'shop-a' } }));
+    expect(status.handler?.type).toBe('UNAUTHORIZED');
+    // An unknown account reads exactly like another endpoint's: the answer does not tell which accounts exist.
+    const unknown = await failureOf(start(ordersA, { reference: newReference('NXB-NOBODY'), account: 'nobody', order: order() }).then((h) => h.result()));
+    expect(unknown.application?.message).toBe(q.application?.message.replace('shop-b', 'nobody'));
+  });
+});
