@@ -2,6 +2,10 @@
  * Delivery workers serving the courier accounts of a registry file (re-read every 100 ms), one API
  * client per account, and the client library on their task queue: the stack of the accounts tests.
  */
+import { mkdtempSync, renameSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createSimulator, type Simulator } from '../../simulator/server';
 import type { Client, Connection } from '@temporalio/client';
 import { accountRegistryFromEnv, type AccountRegistry } from '../../accounts/registry';
 import { providerClientsFor } from '../../accounts/provider-clients';
@@ -18,6 +22,21 @@ export interface AccountStack {
   /** Workflow IDs the test started: terminated by stop(), so nothing is left running on the shared dev server. */
   started: string[];
   stop(): Promise<void>;
+}
+
+/** The simulator holding each account's key (so one data scope and one set of rate windows each), and a new folder with a key file `<id>.key` per account. */
+export async function accountsSimulator(keys: Record<string, string>, prefix: string): Promise<{ sim: Simulator; dir: string }> {
+  const sim = createSimulator({ apiKeys: Object.values(keys), onError: (m) => console.error(`simulator: ${m}`) });
+  await sim.listen(0, '127.0.0.1');
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  for (const [id, key] of Object.entries(keys)) writeFileSync(join(dir, `${id}.key`), key);
+  return { sim, dir };
+}
+
+/** Writes `<dir>/accounts.json` with these entries, aside and renamed: the registry never reads a half-written file. */
+export function writeAccountsFile(dir: string, accounts: object[]): void {
+  writeFileSync(join(dir, 'accounts.json.tmp'), JSON.stringify({ accounts }));
+  renameSync(join(dir, 'accounts.json.tmp'), join(dir, 'accounts.json'));
 }
 
 /** `o`: more of the workers' options (the Nexus endpoints' account lists). */

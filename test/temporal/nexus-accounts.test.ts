@@ -12,18 +12,17 @@
  *   (UNAUTHORIZED, AccountNotAllowed), whichever operation. Needs server 1.30+, which names the
  *   endpoint to the handler.
  */
-import { mkdtempSync, renameSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { deliveryWorkflowId } from '../../contract/workflow-ids';
-import { cancelDeliverySignal } from '../../examples/nexus-order-system/workflows';
+import { cancelDeliverySignal, type OrderInput } from '../../examples/nexus-order-system/workflows';
 import { nexusEndpointsFromEnv } from '../../nexus/endpoint-accounts';
 import { keyFingerprint } from '../../simulator/auth';
-import { createSimulator, type Simulator } from '../../simulator/server';
+import type { Simulator } from '../../simulator/server';
 import { eventually } from '../helpers/stack';
-import { startAccountStack, type AccountStack } from '../helpers/account-stack';
+import { accountsSimulator, startAccountStack, writeAccountsFile, type AccountStack } from '../helpers/account-stack';
 import { failureOf, newReference, order, request, start, startOrderSystem, type DeliverySide, type OrderSystem } from '../helpers/nexus-orders';
 import { testServerAddress } from '../helpers/temporal';
 
@@ -35,18 +34,10 @@ type Shop = keyof typeof KEYS;
 let sim: Simulator;
 let dir: string;
 
-function writeRegistry(shops: Shop[]): void {
-  const accounts = shops.map((id) => ({ id, baseUrl: sim.url, apiKey: { file: `${id}.key` } }));
-  // Written aside and renamed: the registry never reads a half-written file.
-  writeFileSync(join(dir, 'accounts.json.tmp'), JSON.stringify({ accounts }));
-  renameSync(join(dir, 'accounts.json.tmp'), join(dir, 'accounts.json'));
-}
+const writeRegistry = (shops: Shop[]) => writeAccountsFile(dir, shops.map((id) => ({ id, baseUrl: sim.url, apiKey: { file: `${id}.key` } })));
 
 beforeAll(async () => {
-  sim = createSimulator({ apiKeys: Object.values(KEYS), onError: (m) => console.error(`simulator: ${m}`) });
-  await sim.listen(0, '127.0.0.1');
-  dir = mkdtempSync(join(tmpdir(), 'delivery-nexus-accounts-'));
-  for (const [id, key] of Object.entries(KEYS)) writeFileSync(join(dir, `${id}.key`), key);
+  ({ sim, dir } = await accountsSimulator(KEYS, 'delivery-nexus-accounts-'));
   writeRegistry(['shop-a', 'shop-b']);
 });
 
@@ -93,6 +84,24 @@ async function neverStarted(orders: OrderSystem, reference: string): Promise<voi
   expect(history.events?.some((e) => e.nexusOperationStartedEventAttributes)).toBe(false);
 }
 
+type Refusal = { operation: 'quote' | 'createDelivery'; handler: 'BAD_REQUEST' | 'UNAUTHORIZED'; type: string; field: string; message: string };
+
+/** An order whose operation is refused as `want` says, at once and for good; the operation never started, nothing at Temporal or the courier. */
+async function refused(stack: AccountStack, orders: OrderSystem, input: Omit<OrderInput, 'endpoint'> & { account: string }, want: Refusal) {
+  const f = await failureOf(start(orders, input).then((h) => h.result()));
+  expect(f.operation.operation).toBe(want.operation);
+  expect(f.handler?.type).toBe(want.handler);
+  expect(f.handler?.retryable).toBe(false);
+  expect(f.application?.type).toBe(want.type);
+  expect(f.application?.nonRetryable).toBe(true);
+  expect(f.application?.details?.[0]).toEqual([{ field: want.field, message: expect.stringContaining(want.message) }]);
+  await neverStarted(orders, input.reference);
+  await nothingStarted(stack, input.reference, input.account);
+  return f.application!;
+}
+
+const unknownAccount = (operation: Refusal['operation'], account: string): Refusal => ({ operation, handler: 'BAD_REQUEST', type: 'InvalidDeliveryInput', field: 'account', message: `no courier account ${account}` });
+
 /** An order in `account` through the order system's endpoint, quoted first and created, then cancelled by the order: how it ended. */
 async function quotedCreatedCancelled(stack: AccountStack, orders: OrderSystem, account: Shop) {
   const reference = newReference(`NXA-${account}`);
@@ -126,43 +135,21 @@ describe('quote and createDelivery through Nexus name their account; what the wo
   });
 
   it('an unknown account: quote and createDelivery fail at once with BAD_REQUEST InvalidDeliveryInput on `account`, never retried, nothing started', async () => {
-    const quoted = newReference('NXA-NOBODY');
-    const q = await failureOf(start(orders, { reference: quoted, account: 'nobody', order: order() }).then((h) => h.result()));
-    expect(q.operation.operation).toBe('quote');
-    expect(q.handler?.type).toBe('BAD_REQUEST');
-    expect(q.handler?.retryable).toBe(false);
-    expect(q.application?.type).toBe('InvalidDeliveryInput');
-    expect(q.application?.details?.[0]).toEqual([{ field: 'account', message: expect.stringContaining('no courier account nobody') }]);
-    await neverStarted(orders, quoted);
-
-    const created = newReference('NXA-NOBODY');
-    const c = await failureOf(start(orders, { reference: created, account: 'nobody', order: order(), quoteFirst: false }).then((h) => h.result()));
-    expect(c.operation.operation).toBe('createDelivery');
-    expect(c.handler?.type).toBe('BAD_REQUEST');
-    expect(c.application?.details?.[0]).toEqual([{ field: 'account', message: expect.stringContaining('no courier account nobody') }]);
-    await neverStarted(orders, created);
-    await nothingStarted(stack, created, 'nobody');
+    await refused(stack, orders, { reference: newReference('NXA-NOBODY'), account: 'nobody', order: order() }, unknownAccount('quote', 'nobody'));
+    await refused(stack, orders, { reference: newReference('NXA-NOBODY'), account: 'nobody', order: order(), quoteFirst: false }, unknownAccount('createDelivery', 'nobody'));
   });
 
   it('a start the workflow\'s start check would refuse (a notification endpoint the account does not have) fails createDelivery at once, nothing started', async () => {
-    const reference = newReference('NXA-NOTIFY');
-    const c = await failureOf(start(orders, { reference, account: 'shop-a', order: order(), quoteFirst: false, notify: { endpoint: 'orders' } }).then((h) => h.result()));
-    expect(c.operation.operation).toBe('createDelivery');
-    expect(c.handler?.type).toBe('BAD_REQUEST');
-    expect(c.application?.details?.[0]).toEqual([{ field: 'notify.endpoint', message: expect.stringContaining('no notification endpoint named orders') }]);
-    await neverStarted(orders, reference);
-    await nothingStarted(stack, reference, 'shop-a');
+    const input = { reference: newReference('NXA-NOTIFY'), account: 'shop-a', order: order(), quoteFirst: false, notify: { endpoint: 'orders' } };
+    await refused(stack, orders, input, { operation: 'createDelivery', handler: 'BAD_REQUEST', type: 'InvalidDeliveryInput', field: 'notify.endpoint', message: 'no notification endpoint named orders' });
   });
 
   it('an account removed from the registry is refused from the reload on, as an unknown one', async () => {
     writeRegistry(['shop-a']);
     try {
       await eventually('shop-b removed', () => (stack.registry.get('shop-b') ? undefined : true));
-      const reference = newReference('NXA-REMOVED');
-      const c = await failureOf(start(orders, { reference, account: 'shop-b', order: order() }).then((h) => h.result()));
-      expect(c.operation.operation).toBe('quote');
-      expect(c.application?.details?.[0]).toEqual([{ field: 'account', message: expect.stringContaining('no courier account shop-b') }]);
-      await nothingStarted(stack, reference, 'shop-b');
+      await refused(stack, orders, { reference: newReference('NXA-REMOVED'), account: 'shop-b', order: order() }, unknownAccount('quote', 'shop-b'));
+      await refused(stack, orders, { reference: newReference('NXA-REMOVED'), account: 'shop-b', order: order(), quoteFirst: false }, unknownAccount('createDelivery', 'shop-b'));
     } finally {
       writeRegistry(['shop-a', 'shop-b']);
       await eventually('shop-b back', () => stack.registry.get('shop-b') && true);
@@ -177,6 +164,7 @@ describe('the Nexus endpoint as a boundary between accounts: two caller namespac
   let stack: AccountStack;
   let ordersA: OrderSystem;
   let ordersB: OrderSystem;
+  const notServed = (operation: Refusal['operation'], account: string, endpoint: string): Refusal => ({ operation, handler: 'UNAUTHORIZED', type: 'AccountNotAllowed', field: 'account', message: `account ${account}: not served through the Nexus endpoint ${endpoint}` });
 
   beforeAll(async () => {
     const file = join(dir, 'nexus-endpoints.json');
@@ -206,29 +194,16 @@ describe('the Nexus endpoint as a boundary between accounts: two caller namespac
     expect(b.outcome.cancelled?.status).toBe('CANCELED');
   });
 
-  it('a quote, a createDelivery and a status naming the other namespace\'s account are refused with UNAUTHORIZED AccountNotAllowed, nothing started', async () => {
-    const quoted = newReference('NXB-OTHER');
-    const q = await failureOf(start(ordersA, { reference: quoted, account: 'shop-b', order: order() }).then((h) => h.result()));
-    expect(q.operation.operation).toBe('quote');
-    expect(q.handler?.type).toBe('UNAUTHORIZED');
-    expect(q.handler?.retryable).toBe(false);
-    expect(q.application?.type).toBe('AccountNotAllowed');
-    expect(q.application?.details?.[0]).toEqual([{ field: 'account', message: expect.stringContaining(`account shop-b: not served through the Nexus endpoint ${endpointA}`) }]);
-    await neverStarted(ordersA, quoted);
-
-    const created = newReference('NXB-OTHER');
-    const c = await failureOf(start(ordersB, { reference: created, account: 'shop-a', order: order(), quoteFirst: false }).then((h) => h.result()));
-    expect(c.operation.operation).toBe('createDelivery');
-    expect(c.handler?.type).toBe('UNAUTHORIZED');
-    expect(c.application?.details?.[0]).toEqual([{ field: 'account', message: expect.stringContaining(`account shop-a: not served through the Nexus endpoint ${endpointB}`) }]);
-    await neverStarted(ordersB, created);
-    await nothingStarted(stack, created, 'shop-a');
-
+  it('a quote, a createDelivery and a cancel naming the other namespace\'s account are refused with UNAUTHORIZED AccountNotAllowed, nothing started', async () => {
+    const quoted = await refused(stack, ordersA, { reference: newReference('NXB-OTHER'), account: 'shop-b', order: order() }, notServed('quote', 'shop-b', endpointA));
+    await refused(stack, ordersB, { reference: newReference('NXB-OTHER'), account: 'shop-a', order: order(), quoteFirst: false }, notServed('createDelivery', 'shop-a', endpointB));
     // Nor can it read, change or cancel another account's delivery: refused before the workflow is looked up.
-    const status = await failureOf(request(ordersB, { operation: 'cancel', input: { reference: quoted, account: 'shop-a' } }));
-    expect(status.handler?.type).toBe('UNAUTHORIZED');
+    const { reference } = await quotedCreatedCancelled(stack, ordersA, 'shop-a');
+    const cancel = await failureOf(request(ordersB, { operation: 'cancel', input: { reference, account: 'shop-a' } }));
+    expect(cancel.handler?.type).toBe('UNAUTHORIZED');
+    expect(cancel.application?.type).toBe('AccountNotAllowed');
     // An unknown account reads exactly like another endpoint's: the answer does not tell which accounts exist.
-    const unknown = await failureOf(start(ordersA, { reference: newReference('NXB-NOBODY'), account: 'nobody', order: order() }).then((h) => h.result()));
-    expect(unknown.application?.message).toBe(q.application?.message.replace('shop-b', 'nobody'));
+    const unknown = await refused(stack, ordersA, { reference: newReference('NXB-NOBODY'), account: 'nobody', order: order() }, notServed('quote', 'nobody', endpointA));
+    expect(unknown.message).toBe(quoted.message.replace('shop-b', 'nobody'));
   });
 });
