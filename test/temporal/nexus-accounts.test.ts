@@ -107,7 +107,9 @@ async function quotedCreatedCancelled(stack: AccountStack, orders: OrderSystem, 
   const reference = newReference(`NXA-${account}`);
   stack.started.push(deliveryWorkflowId(reference, account));
   const handle = await start(orders, { reference, account, order: order() });
-  await eventually(`delivery ${reference} created in ${account}`, async () => ((await stack.deliveries.getStatus({ reference, account })).phase === 'following' ? true : undefined));
+  // Not found until createDelivery has started it, after the quote.
+  const phase = () => stack.deliveries.getStatus({ reference, account }).then((st) => st.phase, () => undefined);
+  await eventually(`delivery ${reference} created in ${account}`, async () => ((await phase()) === 'following' ? true : undefined));
   expect(createdUnder(reference)).toEqual([account]);
   await handle.signal(cancelDeliverySignal);
   return { reference, outcome: await handle.result() };
