@@ -25,6 +25,7 @@ import { eventually } from '../helpers/stack';
 import { accountsSimulator, startAccountStack, writeAccountsFile, type AccountStack } from '../helpers/account-stack';
 import { failureOf, newReference, order, request, start, startOrderSystem, type DeliverySide, type OrderSystem } from '../helpers/nexus-orders';
 import { testServerAddress } from '../helpers/temporal';
+import { setUpLocalNexus } from '../../scripts/nexus-setup';
 
 jest.setTimeout(120_000);
 
@@ -166,6 +167,7 @@ describe('the Nexus endpoint as a boundary between accounts: two caller namespac
   let stack: AccountStack;
   let ordersA: OrderSystem;
   let ordersB: OrderSystem;
+  const setupLines: string[] = [];
   const notServed = (operation: Refusal['operation'], account: string, endpoint: string): Refusal => ({ operation, handler: 'UNAUTHORIZED', type: 'AccountNotAllowed', field: 'account', message: `account ${account}: not served through the Nexus endpoint ${endpoint}` });
 
   beforeAll(async () => {
@@ -180,6 +182,16 @@ describe('the Nexus endpoint as a boundary between accounts: two caller namespac
       }),
     );
     stack = await startAccountStack(join(dir, 'accounts.json'), 'nexus-bounded', { nexusEndpoints: nexusEndpointsFromEnv({ DELIVERY_NEXUS_ENDPOINTS_FILE: file }) });
+    // The endpoints and their namespaces made as `npm start` makes them from the file (the order systems below find them made).
+    const env = { DELIVERY_NEXUS_ENDPOINTS_FILE: file, DELIVERY_TASK_QUEUE: stack.workers.taskQueue };
+    const saved = { ...process.env };
+    Object.assign(process.env, env);
+    try {
+      await setUpLocalNexus(testServerAddress().address, testServerAddress().namespace, (line) => setupLines.push(line));
+    } finally {
+      for (const k of Object.keys(env)) if (saved[k] === undefined) delete process.env[k];
+      Object.assign(process.env, saved);
+    }
     ordersA = await startOrderSystem(sideOf(stack), { namespace: 'orders-a', endpoint: endpointA });
     ordersB = await startOrderSystem(sideOf(stack), { namespace: 'orders-b', endpoint: endpointB });
   }, 180_000);
@@ -190,6 +202,10 @@ describe('the Nexus endpoint as a boundary between accounts: two caller namespac
   });
 
   it('each namespace has its own account\'s deliveries quoted and made through its endpoint', async () => {
+    expect(setupLines).toEqual([
+      expect.stringMatching(new RegExp(`^Nexus endpoint ${endpointA} → .*; order systems' namespace orders-a; accounts shop-a$`)),
+      expect.stringMatching(new RegExp(`^Nexus endpoint ${endpointB} → .*; order systems' namespace orders-b; accounts shop-b$`)),
+    ]);
     const a = await quotedCreatedCancelled(stack, ordersA, 'shop-a');
     const b = await quotedCreatedCancelled(stack, ordersB, 'shop-b');
     expect(a.outcome.cancelled?.status).toBe('CANCELED');
