@@ -95,7 +95,7 @@ describe('notification metrics', () => {
     const metrics = new WorkerMetrics(defaultAccountOnly(['orders']));
     const signal = { target: 'workflow', endpoint: SIGNAL_ENDPOINT } as const;
     let m = parsePrometheusText(await metrics.registry.metrics());
-    expect(m.samples.filter((s) => s.name === 'delivery_notifications_total' && s.labels.target === 'workflow').map((s) => [s.labels.result, s.value])).toEqual([
+    expect(m.samples.filter((s) => s.name === 'delivery_notifications_total' && s.labels.account === 'default' && s.labels.target === 'workflow').map((s) => [s.labels.result, s.value])).toEqual([
       ['sent', 0],
       ['retried', 0],
       ['failed', 0],
