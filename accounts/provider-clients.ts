@@ -7,6 +7,7 @@
  */
 import type { Dispatcher } from 'undici';
 import { ProviderClient, providerPool, type ProviderClientOptions } from '../provider/client';
+import type { RetryAfterCap } from '../provider/errors';
 import type { AccountRegistry } from './registry';
 
 export interface ProviderClients {
@@ -15,10 +16,14 @@ export interface ProviderClients {
   close(): Promise<void>;
 }
 
-/** `onCall`: each call's outcome, with the account it was made for (the worker's metrics). */
-type Options = Omit<ProviderClientOptions, 'baseUrl' | 'apiKey' | 'dispatcher' | 'onCall'> & { onCall?: (call: Parameters<NonNullable<ProviderClientOptions['onCall']>>[0] & { account: string }) => void };
+type CappedEvent = Parameters<NonNullable<RetryAfterCap['onCapped']>>[0];
+/** `onCall`, `retryAfterCap.onCapped`: told with the account the call was made for (the worker's metrics and logs). */
+type Options = Omit<ProviderClientOptions, 'baseUrl' | 'apiKey' | 'dispatcher' | 'onCall' | 'retryAfterCap'> & {
+  onCall?: (call: Parameters<NonNullable<ProviderClientOptions['onCall']>>[0] & { account: string }) => void;
+  retryAfterCap?: Omit<RetryAfterCap, 'onCapped'> & { onCapped?: (event: CappedEvent & { account: string }) => void };
+};
 
-export function providerClientsFor(registry: AccountRegistry, { onCall, ...o }: Options = {}): ProviderClients {
+export function providerClientsFor(registry: AccountRegistry, { onCall, retryAfterCap, ...o }: Options = {}): ProviderClients {
   const clients = new Map<string, ProviderClient>();
   const pools = new Map<string, Dispatcher>();
   const stop = registry.onChange((change) => {
@@ -33,7 +38,15 @@ export function providerClientsFor(registry: AccountRegistry, { onCall, ...o }: 
       const origin = new URL(account.baseUrl).origin;
       let pool = pools.get(origin);
       if (!pool) pools.set(origin, (pool = providerPool(origin, { connections: o.connections, timeoutMs: o.timeoutMs })));
-      const client = new ProviderClient({ ...o, baseUrl: account.baseUrl, apiKey: () => account.apiKey(), dispatcher: pool, onCall: onCall && ((call) => onCall({ ...call, account: id })) });
+      const capped = retryAfterCap?.onCapped;
+      const client = new ProviderClient({
+        ...o,
+        baseUrl: account.baseUrl,
+        apiKey: () => account.apiKey(),
+        dispatcher: pool,
+        onCall: onCall && ((call) => onCall({ ...call, account: id })),
+        retryAfterCap: retryAfterCap && { maxMs: retryAfterCap.maxMs, onCapped: capped && ((e) => capped({ ...e, account: id })) },
+      });
       clients.set(id, client);
       return client;
     },

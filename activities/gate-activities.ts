@@ -67,7 +67,7 @@ export async function configureGate(client: Client, taskQueue: string, settings:
 }
 
 /** `accounts`: the worker's registry (each gate takes its account's limits); absent: every account has the settings' limits. */
-export function createGateActivities(deps: { client: Client; settings: PacingSettings; accounts?: Pick<AccountRegistry, 'get'>; onDeliveryStarted?: () => void }) {
+export function createGateActivities(deps: { client: Client; settings: PacingSettings; accounts?: Pick<AccountRegistry, 'get'>; onDeliveryStarted?: (account: string) => void }) {
   // A workflow that is gone (terminated, or the gate before it restarts) needs no message.
   const ignoreGone = (err: unknown): void => {
     if (!(err instanceof WorkflowNotFoundError)) throw err;
@@ -95,7 +95,7 @@ export function createGateActivities(deps: { client: Client; settings: PacingSet
     /** The worker's pacing settings with the delivery's account's limits, recorded once in the delivery's history. */
     async pacingSettings(by?: { account?: string }): Promise<PacingSettings> {
       // Read once by a delivery's first run (a local activity's result is recorded: a replay does not run it again).
-      if (deps.onDeliveryStarted && Context.current().info.workflowType === 'delivery') deps.onDeliveryStarted();
+      if (deps.onDeliveryStarted && Context.current().info.workflowType === 'delivery') deps.onDeliveryStarted(activityAccount(by?.account));
       return deps.accounts ? { ...deps.settings, limits: limitsOf(activityAccount(by?.account)) } : deps.settings;
     },
     /**

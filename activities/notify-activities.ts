@@ -42,7 +42,7 @@ export function createNotifyActivities(config: NotifyConfig, sender = new Notifi
       }
       // One notification: its workflow's activity; the endpoint label only ever a configured name.
       const observe = (result: 'sent' | 'retried' | 'failed', nextRetryMs?: number) =>
-        observer?.attempt({ endpoint: target ? endpoint : '(unknown)', key: `${info.workflowExecution?.workflowId}/${info.activityId}`, result, nextRetryMs });
+        observer?.attempt({ account, endpoint: target ? endpoint : '(unknown)', key: `${info.workflowExecution?.workflowId}/${info.activityId}`, result, nextRetryMs });
       if (!target) {
         observe('failed');
         // Checked at the start (activities/start-checks.ts); here only if the configuration changed since.

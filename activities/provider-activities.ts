@@ -33,8 +33,13 @@ export type SlotTiming = { delayMs: number; sendWithinMs: number };
 /** `lookFirst`: an earlier attempt may have reached the provider, so look the delivery up before creating. */
 export type CreateInGateInput = CreateDeliveryInput & { lookFirst: boolean };
 
-/** `httpTimeoutMs`: the API client's timeout of one call; `pauses`: this process's paused accounts (tests give their own clock). */
-export function createProviderActivities(providers: ProviderFor, o: { httpTimeoutMs?: number; pauses?: AccountPauses } = {}) {
+/**
+ * `httpTimeoutMs`: the API client's timeout of one call; `pauses`: this process's paused accounts
+ * (tests give their own clock); `accountLabel`: an account's metric label (the worker's
+ * AccountLabels, metrics/account.ts; absent, its id: a process with no metrics of its own).
+ */
+export function createProviderActivities(providers: ProviderFor, o: { httpTimeoutMs?: number; pauses?: AccountPauses; accountLabel?: (account: string) => string } = {}) {
+  const accountLabel = o.accountLabel ?? ((account: string) => account);
   const signal = () => Context.current().cancellationSignal;
   const pauses = o.pauses ?? new AccountPauses();
   /** The client of the account this activity works for; `explicit` from a workflow whose ID names none. */
@@ -70,7 +75,7 @@ export function createProviderActivities(providers: ProviderFor, o: { httpTimeou
       if (started) {
         const { log, metricMeter } = Context.current();
         log.warn('courier account paused: the courier refused its API key (401); its deliveries wait, one probe call per period', { account, probeMs: pauses.probeMs, calls: 'outside the pacing gate' });
-        metricMeter.createCounter('delivery_account_unauthorized', 'pauses', 'Times a courier account was paused because the courier refused its API key (401).').add(1, { account });
+        metricMeter.createCounter('delivery_account_unauthorized', 'pauses', 'Times a courier account was paused because the courier refused its API key (401).').add(1, { account: accountLabel(account) });
       }
       throw accountPaused(account, retryInMs, 'was refused');
     }

@@ -2,17 +2,16 @@
 import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { temporal as proto } from '@temporalio/proto';
 import { tsToMs } from '@temporalio/common/lib/time';
-import { gateTaskQueue } from '../contract/task-queues';
 import { deliveryWorkflowId } from '../contract/workflow-ids';
 import { keyFingerprint } from '../simulator/auth';
 import type { Simulator } from '../simulator/server';
 import { trailingWindowSeries } from './charts';
 import { leastDrainMs, round } from './limits-figures';
 import { LIMITS, makeOrders, QUIET_MS, SCALE, startOrders, startWorkers, waitCreated, type Context } from './limits';
-import { benchSettings, cpuMeter, percentile, processMemoryMiB, progressLog, shuffled, sleep, type BenchmarkOutput } from './measure';
+import { benchSettings, percentile, progressLog, shuffled, sleep, type BenchmarkOutput } from './measure';
 import { histories, rateLimitsEnv, withBenchStack } from './temporal';
+import { idlePhase, type IdleEnv } from './accounts-idle';
 
 const { num } = benchSettings('ACCOUNTS');
 const SMALL = num('SMALL', 99);
@@ -22,6 +21,8 @@ const REVOKED_MS = num('REVOKED_S', 20) * 1000;
 const IDLE_MS = num('IDLE_S', 30) * 1000;
 /** 0: the dev server without task-queue fairness, to measure what the account as fairness key changes. */
 const FAIRNESS = num('FAIRNESS', 1) > 0;
+/** 0: the idle phase alone (bench/accounts-idle.ts), a run of a few minutes. */
+const RUN = num('RUN', 1) > 0;
 const progress = progressLog('accounts');
 const load = () => loadavg().map((l) => l.toFixed(1)).join(' ');
 
@@ -104,47 +105,18 @@ async function runPhase(e: Env) {
   };
 }
 
-async function idlePhase(e: Env) {
-  const busy = Array.from({ length: 10 }, (_, i) => `busy-${i + 1}`);
-  register(e, busy);
-  write(e.dir, 'idle.key', 'key-idle');
-  const [worker] = await startWorkers(e.ctx, { taskQueue: 'accounts-idle', url: e.url, key: 'none', pacing: 'gate', count: 1, env: () => ({ DELIVERY_ACCOUNTS_FILE: registry(e, 'idle.json', busy) }) });
-  const orders: Order[] = busy.flatMap((account) => makeOrders(`${account}-idle`, 1).map((o) => ({ ...o, account })));
-  await startAll(e, 'accounts-idle', orders);
-  await waitCreated(e.sim, orders, Date.now() + 60_000, 'idle');
-  await sleep(5_000);
-  const rssFew = processMemoryMiB(worker!.pid)!.rss;
-  const writtenAt = Date.now();
-  registry(e, 'idle.json', [...busy, ...Array.from({ length: REGISTERED - busy.length }, (_, i) => `idle-${i + 1}`)]);
-  let reloaded: string | undefined;
-  while (!(reloaded = /"time":"([^"]+)","level":"INFO","msg":"account registry reloaded"/.exec(worker!.output())?.[1]) && Date.now() < writtenAt + 30_000) await sleep(20);
-  await sleep(5_000);
-  progress(`idle: ${REGISTERED} accounts registered, ${busy.length} of them with deliveries; measuring the worker for ${IDLE_MS / 1000} s; load ${load()}`);
-  const idleFrom = Date.now();
-  const cpu = cpuMeter({ worker: worker!.pid });
-  await cpu.span(() => sleep(IDLE_MS));
-  const rssMany = processMemoryMiB(worker!.pid)!.rss;
-  const gates: string[] = [];
-  for await (const w of e.ctx.temporal.workflow.list({ query: `TaskQueue = '${gateTaskQueue('accounts-idle')}'` })) gates.push(w.workflowId);
-  let timers = 0;
-  for (const id of gates) timers += (await histories(e.ctx.temporal, id)).filter((ev) => ev.eventType === proto.api.enums.v1.EventType.EVENT_TYPE_TIMER_FIRED && tsToMs(ev.eventTime) >= idleFrom).length;
-  await worker!.stop();
-  return {
-    registry_reload_s: reloaded ? round((Date.parse(reloaded) - writtenAt) / 1000, 2) : NaN, idle_worker_cpu_cores: round(cpu.seconds.worker / cpu.seconds.wall, 4),
-    worker_rss_mib_10: round(rssFew, 1), [`worker_rss_mib_${REGISTERED}`]: round(rssMany, 1), rss_growth_kib_per_account: round(((rssMany - rssFew) * 1024) / (REGISTERED - busy.length), 2),
-    gates_running: gates.length, gates_of_idle_accounts: gates.filter((id) => id.includes('@idle-')).length, gate_timers_fired_while_idle: timers, idle_load_average_end: load(),
-  };
-}
-
 export async function accountsBenchmark(): Promise<BenchmarkOutput> {
   return withBenchStack(progress, num('TIME_LIMIT_MIN', 30) * 60_000, { server: { dynamicConfig: FAIRNESS ? {} : { 'matching.enableFairness': false } } }, async (stack) => {
     const { sim, url } = await stack.simulator({ timeScale: SCALE });
     const dir = mkdtempSync(join(tmpdir(), 'bench-accounts-'));
     stack.cleanup.add(() => rmSync(dir, { recursive: true, force: true }));
     const e: Env = { ctx: { stack, temporal: await stack.client(), bundle: await stack.bundle() }, sim, url, dir };
-    const f = { scale: SCALE, fairness: FAIRNESS ? 'on' : 'off', accounts: SMALL + 1, big_orders: BIG_ORDERS, registered: REGISTERED, load_average_start: load(), ...(await runPhase(e)), ...(await idlePhase(e)) };
-    const goals = { small_p99_5s: f.small_created_p99_s <= 5, big_drain_1_05: f.big_drain_ratio <= 1.05, windows: f.max_window_use_of_limit <= 1, no_429: f.refused_429 === 0, revoked_60s: f.revoked_created_after_correction_max_s <= 60,
-      idle_cpu: f.idle_worker_cpu_cores <= 0.05, rss_64kib: f.rss_growth_kib_per_account <= 64, reload_1s: f.registry_reload_s <= 1, no_idle_timers: f.gates_of_idle_accounts + f.gate_timers_fired_while_idle === 0 };
+    const idle: IdleEnv = { ...e, write: (name, text) => write(dir, name, text), register: (ids) => register(e, ids), registry: (name, ids) => registry(e, name, ids) };
+    const run = RUN ? await runPhase(e) : undefined;
+    const i = await idlePhase(idle, REGISTERED, IDLE_MS);
+    const f = { scale: SCALE, fairness: FAIRNESS ? 'on' : 'off', accounts: SMALL + 1, big_orders: BIG_ORDERS, registered: REGISTERED, load_average_start: load(), ...run, ...i, idle_load_average_end: load() };
+    const runGoals = run ? { small_p99_5s: run.small_created_p99_s <= 5, big_drain_1_05: run.big_drain_ratio <= 1.05, windows: run.max_window_use_of_limit <= 1, no_429: run.refused_429 === 0, revoked_60s: run.revoked_created_after_correction_max_s <= 60 } : {};
+    const goals = { ...runGoals, idle_cpu: i.idle_worker_cpu_cores <= 0.05, heap_64kib: i.heap_kib_per_account <= 64, reload_1s: i.registry_reload_s <= 1, no_idle_timers: i.gates_of_idle_accounts + i.gate_timers_fired_while_idle === 0 };
     return { ...f, goals_not_met: Object.entries(goals).filter(([, ok]) => !ok).map(([g]) => g).join(' ') || 'none' };
   });
 }

@@ -23,6 +23,10 @@ export interface BridgeAccount {
 
 export interface BridgeAccounts {
   get(id: string): BridgeAccount | undefined;
+  /** The served accounts' ids, in the registry's order (their metric labels: metrics/account.ts). */
+  ids(): string[];
+  /** Called after each reload that changed the accounts; returns the unsubscribe. */
+  onChange(listener: () => void): () => void;
   /**
    * The work of reading an account's secrets, for a webhook to an account that is not served, so
    * its refusal takes as long as a known account's (a secrets file read at each webhook).
@@ -34,7 +38,7 @@ export interface BridgeAccounts {
 /** The bridge before accounts: one client, one list of secrets, the `default` account. close() closes the client. */
 export function singleAccount(provider: ProviderClient, secrets: readonly string[]): BridgeAccounts {
   const account: BridgeAccount = { id: DEFAULT_ACCOUNT, webhookSecrets: () => [...secrets], provider };
-  return { get: (id) => (id === DEFAULT_ACCOUNT ? account : undefined), decoyRead: () => undefined, close: () => provider.close() };
+  return { get: (id) => (id === DEFAULT_ACCOUNT ? account : undefined), ids: () => [DEFAULT_ACCOUNT], onChange: () => () => undefined, decoyRead: () => undefined, close: () => provider.close() };
 }
 
 /** Every account of the registry; `client` holds the settings all their clients share (timeouts, pool size, Retry-After cap). */
@@ -68,6 +72,8 @@ export function registryAccounts(registry: AccountRegistry, client: Omit<Provide
         },
       };
     },
+    ids: () => registry.ids(),
+    onChange: (listener) => registry.onChange((change) => void (change instanceof Error || listener())),
     decoyRead() {
       try {
         readFileSync(registry.source, 'utf8');

@@ -4,11 +4,22 @@
  * Default Node metrics are added by bridge/main.ts only (they are per process, not per bridge).
  */
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { DEFAULT_ACCOUNT } from '../contract/accounts';
+import { AccountLabels, type AccountList } from '../metrics/account';
 import type { ReasonCode, WebhookOutcome } from './outcomes';
+
+/** The `account` label of a webhook to an account the bridge does not serve: not an account id (those never hold parentheses), one value whatever was asked. */
+export const UNKNOWN_ACCOUNT_LABEL = '(unknown)';
+/** Webhook series present from the start for every account label. */
+const FIRST_SERIES = [
+  ['accepted', 'signal_delivered'],
+  ['duplicate', 'already_delivered'],
+  ['workflow_closed', 'workflow_closed'],
+] as const;
 
 export class BridgeMetrics {
   readonly registry = new Registry();
+  /** The served accounts' labels (metrics/account.ts); refreshed by accountsChanged(). */
+  readonly labels: AccountLabels;
   private readonly webhooks: Counter<'outcome' | 'reason' | 'account'>;
   private readonly handling: Histogram<'outcome'>;
   private readonly negativeHits: Counter<'kind'>;
@@ -16,23 +27,17 @@ export class BridgeMetrics {
   private readonly droppedConnections: Counter;
   private readonly cappedRetryAfter: Counter;
 
-  constructor(sizes: { referenceCache: () => number; deliveredEvents: () => number; unknownDeliveries: () => number; closedWorkflows: () => number }) {
+  constructor(sizes: { referenceCache: () => number; deliveredEvents: () => number; unknownDeliveries: () => number; closedWorkflows: () => number }, accounts: AccountList, namedAccounts?: number) {
+    this.labels = new AccountLabels(accounts, namedAccounts);
     const registers = [this.registry];
     this.webhooks = new Counter({
       name: 'bridge_webhooks_total',
-      help: 'Webhook requests answered, by courier account (the URL\'s, when the bridge serves it; "(unknown)" otherwise), outcome and reason code.',
+      help: 'Webhook requests answered, by courier account (the URL\'s when the bridge serves it, labelled as every metric labels accounts; "(unknown)" otherwise), outcome and reason code.',
       // `account` last: series read as {outcome=…,reason=…} before accounts keep their form.
       labelNames: ['outcome', 'reason', 'account'],
       registers,
     });
-    // Present from the start, so a dashboard (or a test) reads 0 rather than no series.
-    for (const [outcome, reason] of [
-      ['accepted', 'signal_delivered'],
-      ['duplicate', 'already_delivered'],
-      ['workflow_closed', 'workflow_closed'],
-    ] as const) {
-      this.webhooks.labels(outcome, reason, DEFAULT_ACCOUNT).inc(0);
-    }
+    this.seed();
     this.handling = new Histogram({
       name: 'bridge_webhook_handling_seconds',
       help: 'Time from a webhook request arriving to its answer being written, by outcome.',
@@ -90,9 +95,22 @@ export class BridgeMetrics {
     });
   }
 
-  /** `account`: a served account's id or the one unknown label, never text a request chose. */
-  observe(account: string, outcome: WebhookOutcome, reason: ReasonCode, seconds: number): void {
-    this.webhooks.labels(outcome, reason, account).inc();
+  /** Present from the start for every label value, so a dashboard (or a test) reads 0 rather than no series. */
+  private seed(): void {
+    for (const account of this.labels.values()) for (const [outcome, reason] of FIRST_SERIES) this.webhooks.labels(outcome, reason, account).inc(0);
+  }
+
+  /** After a registry reload: new label values get their series, and those no longer used go (at most DELIVERY_METRICS_ACCOUNTS + 2 values). */
+  async accountsChanged(): Promise<void> {
+    this.labels.refresh();
+    const kept = new Set([...this.labels.values(), UNKNOWN_ACCOUNT_LABEL]);
+    for (const { labels } of (await this.webhooks.get()).values) if (typeof labels.account === 'string' && !kept.has(labels.account)) this.webhooks.remove(labels);
+    this.seed();
+  }
+
+  /** `account`: a served account's id, undefined for any other (never text a request chose). */
+  observe(account: string | undefined, outcome: WebhookOutcome, reason: ReasonCode, seconds: number): void {
+    this.webhooks.labels(outcome, reason, account === undefined ? UNKNOWN_ACCOUNT_LABEL : this.labels.of(account)).inc();
     this.handling.labels(outcome).observe(seconds);
   }
 

@@ -29,7 +29,7 @@ import { type BridgeAccounts, singleAccount } from './accounts';
 import { BoundedLog } from './bounded-log';
 import type { Span } from '@opentelemetry/api';
 import { httpServerSpan, traceFields } from '../tracing/spans';
-import { BridgeMetrics } from './metrics';
+import { BridgeMetrics, UNKNOWN_ACCOUNT_LABEL } from './metrics';
 import { HttpProblem, type ReasonCode, type WebhookOutcome } from './outcomes';
 import { recentWebhooksPage } from './page';
 import { RecentWebhooks } from './recent';
@@ -43,8 +43,7 @@ export function accountWebhookPath(account: string): string {
   return `${WEBHOOK_PATH}/${account}`;
 }
 
-/** The metric label of webhooks to an account the bridge does not serve: not an account id (those never hold parentheses), one value whatever was asked. */
-export const UNKNOWN_ACCOUNT_LABEL = '(unknown)';
+export { UNKNOWN_ACCOUNT_LABEL };
 
 export interface BridgeTimeouts {
   /** The whole header block must arrive within this, also on a connection that sends nothing (a slow-loris client gets 408 and is closed). */
@@ -162,7 +161,8 @@ export function createBridge(o: BridgeOptions): Bridge {
   });
   const recentSize = o.recentSize ?? 200;
   const recent = new RecentWebhooks(recentSize);
-  const metrics = new BridgeMetrics(webhooks.sizes);
+  const metrics = new BridgeMetrics(webhooks.sizes, accounts);
+  const unsubscribe = accounts.onChange(() => void metrics.accountsChanged());
   const safeLog = (entry: Record<string, unknown>) => {
     try {
       log(entry);
@@ -201,7 +201,7 @@ export function createBridge(o: BridgeOptions): Bridge {
     }
     send(req, res, answer);
     const ms = performance.now() - started;
-    metrics.observe(label, outcome, code, ms / 1000);
+    metrics.observe(account, outcome, code, ms / 1000);
     const e = seen.event;
     // Only what passed the signature is shown and logged one by one; anyone can send the rest.
     if (e === undefined) {
@@ -282,6 +282,7 @@ export function createBridge(o: BridgeOptions): Bridge {
       return `http://${hostForHeader(host)}:${actual}`;
     },
     async close() {
+      unsubscribe();
       await Promise.all([closeOne(server), closeOne(admin)]);
     },
   };

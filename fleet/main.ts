@@ -11,12 +11,17 @@ import { parseEnv } from '../provider/validation';
 import { METRICS_ADDRESS, serveMetrics } from '../metrics/serve';
 import { dataConverterFromEnv } from '../temporal/payload-codec';
 import { accountIdsFromEnv } from '../accounts/registry';
-import { FleetView } from './view';
+import { DEFAULT_BUSIEST, DEFAULT_GATES_PER_PASS, DEFAULT_SCAN_PAGES, FleetView } from './view';
 
 const FleetEnvSchema = z.object({
   FLEET_METRICS_ADDRESS: z.string().regex(METRICS_ADDRESS, { message: 'must be host:port, e.g. 127.0.0.1:9470' }).default('127.0.0.1:9470'),
-  /** A status usually costs 2 visibility queries a poll: 60 s keeps it to one per 30 s (a poll that costs more waits longer: fleet/view.ts). */
-  FLEET_PERIOD_MS: z.coerce.number().int().min(60_000, { message: 'must be at least 60000 (one visibility query per status per 30 s)' }).max(3_600_000).default(60_000),
+  /** A pass costs at most 3 visibility queries a status and FLEET_SCAN_PAGES more, whatever the number of accounts (fleet/view.ts). */
+  FLEET_PERIOD_MS: z.coerce.number().int().min(60_000, { message: 'must be at least 60000 (a pass makes up to 3 visibility queries a status)' }).max(3_600_000).default(60_000),
+  /** List pages (of 1,000) of the open deliveries read a pass for the by-account figures: a full scan takes open / 1,000 / this passes. */
+  FLEET_SCAN_PAGES: z.coerce.number().int().min(1).max(100).default(DEFAULT_SCAN_PAGES),
+  FLEET_BUSIEST_ACCOUNTS: z.coerce.number().int().min(0).max(100).default(DEFAULT_BUSIEST),
+  /** Gates whose gateStatus query a pass asks at most (of accounts with deliveries not created yet). */
+  FLEET_GATES_PER_PASS: z.coerce.number().int().min(1).max(1_000).default(DEFAULT_GATES_PER_PASS),
 });
 
 async function main(): Promise<void> {
@@ -33,7 +38,16 @@ async function main(): Promise<void> {
     return accounts;
   };
   const connection = await connectClient(temporal.connectionOptions as ConnectionOptions);
-  const view = new FleetView({ client: new Client({ connection, namespace: temporal.namespace, dataConverter: dataConverterFromEnv() }), namespace: temporal.namespace, taskQueue: temporal.taskQueue, periodMs: env.FLEET_PERIOD_MS, accounts: currentAccounts });
+  const view = new FleetView({
+    client: new Client({ connection, namespace: temporal.namespace, dataConverter: dataConverterFromEnv() }),
+    namespace: temporal.namespace,
+    taskQueue: temporal.taskQueue,
+    periodMs: env.FLEET_PERIOD_MS,
+    accounts: currentAccounts,
+    scanPages: env.FLEET_SCAN_PAGES,
+    busiest: env.FLEET_BUSIEST_ACCOUNTS,
+    gatesPerPass: env.FLEET_GATES_PER_PASS,
+  });
   const listener = await serveMetrics(view.registry, env.FLEET_METRICS_ADDRESS);
   view.start();
   const stop = async () => {
@@ -44,7 +58,7 @@ async function main(): Promise<void> {
   };
   process.once('SIGINT', () => void stop());
   process.once('SIGTERM', () => void stop());
-  console.log(`fleet: metrics ${listener.url}, deliveries of ${temporal.namespace} on ${temporal.address} counted every ${env.FLEET_PERIOD_MS / 1000} s (or 30 s per query the busiest status took), accounts: ${accounts.join(', ')}`);
+  console.log(`fleet: metrics ${listener.url}, deliveries of ${temporal.namespace} on ${temporal.address} counted every ${env.FLEET_PERIOD_MS / 1000} s, ${accounts.length} account(s), ${view.labels.values().length - 1} of them labelled by name`);
 }
 
 main().catch((err: Error) => {

@@ -12,7 +12,6 @@
  * put across restarts. 10,000 accounts make at most DELIVERY_METRICS_ACCOUNTS + 1 values.
  */
 import { z } from 'zod';
-import { DEFAULT_ACCOUNT } from '../contract/accounts';
 
 /** The label value of every account beyond the named ones. */
 export const OTHER_ACCOUNTS = '_other';
@@ -57,9 +56,4 @@ export class AccountLabels {
   values(): string[] {
     return [...this.named, OTHER_ACCOUNTS];
   }
-}
-
-/** 0.3.0's label, still used by the callers that do not know their account yet; each moves to AccountLabels. */
-export function metricsAccount(): string {
-  return DEFAULT_ACCOUNT;
 }

@@ -19,6 +19,7 @@ import { z } from 'zod';
 import { pacingSettingsFromEnv } from './pacing-config';
 import { createDeliveryWorkers } from './worker';
 import { describeEndpoints, notifyConfigFromEnv } from '../notifications/config';
+import { registryTargets } from '../notifications/targets';
 import { providerOutcome, WorkerMetrics } from '../metrics/worker-metrics';
 import { METRICS_ADDRESS, serveMetrics } from '../metrics/serve';
 import { deploymentVersionFromEnv, MakeCurrentSchema, routeOnStart, versionLabel } from '../temporal/worker-deployment';
@@ -76,12 +77,15 @@ async function main(): Promise<void> {
   const temporal = temporalSettingsFromEnv();
   const provider = providerConfigFromEnv();
   const notify = notifyConfigFromEnv();
-  const metrics = new WorkerMetrics({ endpoints: [...notify.endpoints.keys()] });
-  if (tracing) countTraceSpans(metrics.registry, tracing.spans);
   // Every courier account this worker serves (DELIVERY_ACCOUNTS_FILE; none: the environment's one
   // account, `default`). An invalid registry stops the start, naming the account and field.
   const accounts = accountRegistryFromEnv();
-  accounts.onChange((change) => logLine(reloadLogLine(change)));
+  const metrics = new WorkerMetrics({ ids: () => accounts.ids(), endpointsOf: (id) => registryTargets(accounts).names(id) });
+  if (tracing) countTraceSpans(metrics.registry, tracing.spans);
+  accounts.onChange((change) => {
+    logLine(reloadLogLine(change));
+    if (!(change instanceof Error)) void metrics.accountsChanged();
+  });
   const clients = providerClientsFor(accounts, {
     timeoutMs: provider.timeoutMs,
     connections: provider.connections,
@@ -90,8 +94,8 @@ async function main(): Promise<void> {
     retryAfterCap: {
       maxMs: provider.retryAfterCapMs,
       onCapped: (e) => {
-        metrics.retryAfterCapped();
-        logLine({ level: 'WARN', msg: 'provider Retry-After capped', ...traceFields(), call: e.call, asked_ms: e.askedMs, capped_ms: e.cappedMs });
+        metrics.retryAfterCapped(e.account);
+        logLine({ level: 'WARN', msg: 'provider Retry-After capped', ...traceFields(), account: e.account, call: e.call, asked_ms: e.askedMs, capped_ms: e.cappedMs });
       },
     },
   });
@@ -107,7 +111,7 @@ async function main(): Promise<void> {
     connection,
     namespace: temporal.namespace,
     taskQueue: temporal.taskQueue,
-    activities: createProviderActivities((account) => clients.forAccount(account), { httpTimeoutMs: provider.timeoutMs }),
+    activities: createProviderActivities((account) => clients.forAccount(account), { httpTimeoutMs: provider.timeoutMs, accountLabel: (account) => metrics.labels.of(account) }),
     accounts,
     nexusEndpoints,
     // The worker's own calls (the gate's start, requests and answers) share the native connection:

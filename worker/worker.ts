@@ -27,6 +27,8 @@ import type { NexusEndpoints } from '../nexus/endpoint-accounts';
 import { DEFAULT_PACING, taskQueueRatePerSecond, type PacingSettings } from './pacing-config';
 import type { DeploymentVersion } from '../temporal/worker-deployment';
 import { SIGNAL_ENDPOINT, type WorkerMetrics } from '../metrics/worker-metrics';
+import { OTHER_ACCOUNTS } from '../metrics/account';
+import { parseDeliveryWorkflowId } from '../contract/workflow-ids';
 import type { NotifierSinks } from '../workflows/notifier';
 import type { Tracing } from '../tracing/install';
 import { bundleIsTraced, tracedWorkerOptions, WORKFLOW_TRACING_MODULE } from '../tracing/worker';
@@ -114,9 +116,12 @@ export async function createDeliveryWorkers(o: DeliveryWorkerOptions): Promise<D
   // Each account's own endpoints (the registry's; without a registry file, DELIVERY_NOTIFY_* are `default`'s).
   const notifyTargets = o.accounts ? registryTargets(o.accounts) : configTargets(notify);
   const workflowBundle = await workflowBundleFor(o.workflowBundle, o.tracing !== undefined);
-  const gateActivities = createGateActivities({ client: o.client, settings: pacing, accounts: o.accounts, onDeliveryStarted: o.metrics && (() => o.metrics!.deliveryStarted()) });
+  const gateActivities = createGateActivities({ client: o.client, settings: pacing, accounts: o.accounts, onDeliveryStarted: o.metrics && ((account) => o.metrics!.deliveryStarted(account)) });
   // A delivery's signals to its order workflow, counted like its endpoints' attempts (workflows/notifier.ts).
-  const sinks: InjectedSinks<NotifierSinks> = { notifications: { signalAttempt: { fn: (_info, a) => o.metrics?.attempt({ ...a, target: 'workflow', endpoint: SIGNAL_ENDPOINT }) } } };
+  // Only delivery workflows use the sink: their ID names their account.
+  const sinks: InjectedSinks<NotifierSinks> = {
+    notifications: { signalAttempt: { fn: (info, a) => o.metrics?.attempt({ ...a, account: parseDeliveryWorkflowId(info.workflowId)?.account ?? OTHER_ACCOUNTS, target: 'workflow', endpoint: SIGNAL_ENDPOINT }) } },
+  };
   const workflowWorker = await Worker.create({
     ...base,
     ...withWorkflows,

@@ -11,8 +11,14 @@ import { createDeliveryWorkers, type DeliveryWorkers } from '../../worker/worker
 import type { DeploymentVersion } from '../../temporal/worker-deployment';
 import { testNativeConnection, testServerAddress, uniqueTaskQueue } from './temporal';
 import { plainWorkflowBundle } from './workflow-bundle';
-import type { WorkerMetrics } from '../../metrics/worker-metrics';
+import type { WorkerAccounts, WorkerMetrics } from '../../metrics/worker-metrics';
 import type { NexusEndpoints } from '../../nexus/endpoint-accounts';
+import { DEFAULT_ACCOUNT } from '../../contract/accounts';
+
+/** The worker's metrics' accounts with no registry file: `default` alone, with these notification endpoints. */
+export function defaultAccountOnly(endpoints: readonly string[] = []): WorkerAccounts {
+  return { ids: () => [DEFAULT_ACCOUNT], endpointsOf: (id) => (id === DEFAULT_ACCOUNT ? endpoints : []) };
+}
 
 let bundle: Promise<WorkflowBundle> | undefined;
 /** The product's workflows, bundled once per run (test/helpers/workflow-bundle.ts). */

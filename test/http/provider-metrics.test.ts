@@ -11,6 +11,7 @@ import { providerOutcome, SIGNAL_ENDPOINT, WorkerMetrics } from '../../metrics/w
 import { deliveryRequest } from '../fixtures/orders';
 import { parsePrometheusText } from '../helpers/prometheus';
 import { rejectionOf } from '../helpers/rejection';
+import { defaultAccountOnly } from '../helpers/workers';
 
 let sim: Simulator;
 let simUrl: string;
@@ -34,14 +35,14 @@ afterAll(async () => {
 });
 
 function client(metrics: WorkerMetrics, baseUrl: string, apiKey = 'sandbox-key', timeoutMs = 5_000): ProviderClient {
-  const c = new ProviderClient({ baseUrl, apiKey, timeoutMs, onCall: ({ family, status, seconds }) => metrics.providerCall({ family, outcome: providerOutcome(status), seconds }) });
+  const c = new ProviderClient({ baseUrl, apiKey, timeoutMs, onCall: ({ family, status, seconds }) => metrics.providerCall({ account: 'default', family, outcome: providerOutcome(status), seconds }) });
   clients.push(c);
   return c;
 }
 
 describe('provider call metrics', () => {
   it('counts each call by family and outcome, with its latency', async () => {
-    const metrics = new WorkerMetrics({ endpoints: [] });
+    const metrics = new WorkerMetrics(defaultAccountOnly());
     const ok = client(metrics, simUrl);
     await ok.quote(deliveryRequest());
     expect(await rejectionOf(ok.quote(deliveryRequest()))).toMatchObject({ status: 429 }); // the limit is 1
@@ -75,12 +76,12 @@ describe('provider call metrics', () => {
 describe('notification metrics', () => {
   it('counts attempts by endpoint and result, and a notification pending its retry until it is sent or its retry is long past', async () => {
     let now = 1_000_000;
-    const metrics = new WorkerMetrics({ endpoints: ['orders'], now: () => now });
-    metrics.attempt({ endpoint: 'orders', key: 'wf-1/1', result: 'retried', nextRetryMs: 5_000 });
-    metrics.attempt({ endpoint: 'orders', key: 'wf-2/1', result: 'retried', nextRetryMs: 5_000 });
+    const metrics = new WorkerMetrics(defaultAccountOnly(['orders']), { now: () => now });
+    metrics.attempt({ account: 'default', endpoint: 'orders', key: 'wf-1/1', result: 'retried', nextRetryMs: 5_000 });
+    metrics.attempt({ account: 'default', endpoint: 'orders', key: 'wf-2/1', result: 'retried', nextRetryMs: 5_000 });
     let m = parsePrometheusText(await metrics.registry.metrics());
     expect(m.value('delivery_notifications_pending', { account: 'default', target: 'endpoint', endpoint: 'orders' })).toBe(2);
-    metrics.attempt({ endpoint: 'orders', key: 'wf-1/1', result: 'sent' });
+    metrics.attempt({ account: 'default', endpoint: 'orders', key: 'wf-1/1', result: 'sent' });
     m = parsePrometheusText(await metrics.registry.metrics());
     expect(m.value('delivery_notifications_pending', { account: 'default', target: 'endpoint', endpoint: 'orders' })).toBe(1);
     expect(m.value('delivery_notifications_total', { account: 'default', target: 'endpoint', endpoint: 'orders', result: 'retried' })).toBe(2);
@@ -91,19 +92,19 @@ describe('notification metrics', () => {
   });
 
   it('counts signals to order workflows by their own target kind, never by the order workflow, from the start', async () => {
-    const metrics = new WorkerMetrics({ endpoints: ['orders'] });
+    const metrics = new WorkerMetrics(defaultAccountOnly(['orders']));
     const signal = { target: 'workflow', endpoint: SIGNAL_ENDPOINT } as const;
     let m = parsePrometheusText(await metrics.registry.metrics());
-    expect(m.samples.filter((s) => s.name === 'delivery_notifications_total' && s.labels.target === 'workflow').map((s) => [s.labels.result, s.value])).toEqual([
+    expect(m.samples.filter((s) => s.name === 'delivery_notifications_total' && s.labels.account === 'default' && s.labels.target === 'workflow').map((s) => [s.labels.result, s.value])).toEqual([
       ['sent', 0],
       ['retried', 0],
       ['failed', 0],
     ]);
-    metrics.attempt({ ...signal, key: 'delivery:A/workflow:order:A', result: 'retried', nextRetryMs: 1_000 });
+    metrics.attempt({ account: 'default', ...signal, key: 'delivery:A/workflow:order:A', result: 'retried', nextRetryMs: 1_000 });
     m = parsePrometheusText(await metrics.registry.metrics());
     expect(m.value('delivery_notifications_pending', { account: 'default', ...signal })).toBe(1);
     expect(m.value('delivery_notifications_pending', { account: 'default', target: 'endpoint', endpoint: 'orders' })).toBe(0);
-    metrics.attempt({ ...signal, key: 'delivery:A/workflow:order:A', result: 'sent' });
+    metrics.attempt({ account: 'default', ...signal, key: 'delivery:A/workflow:order:A', result: 'sent' });
     m = parsePrometheusText(await metrics.registry.metrics());
     expect(m.value('delivery_notifications_pending', { account: 'default', ...signal })).toBe(0);
     expect(m.value('delivery_notifications_total', { account: 'default', ...signal, result: 'sent' })).toBe(1);

@@ -23,6 +23,7 @@ import { randomUUID } from 'node:crypto';
 import { SIGNAL_ENDPOINT, WorkerMetrics } from '../../metrics/worker-metrics';
 import { DEFAULT_FOLLOW_UP } from '../../workflows/delivery';
 import { parsePrometheusText } from '../helpers/prometheus';
+import { defaultAccountOnly } from '../helpers/workers';
 
 jest.setTimeout(120_000);
 
@@ -35,7 +36,7 @@ let orderConnection: NativeConnection;
 let orderWorker: Worker;
 let orderWorkerRun: Promise<void>;
 let orderTaskQueue: string;
-const metrics = new WorkerMetrics({ endpoints: ['orders', 'flaky', 'gone'] });
+const metrics = new WorkerMetrics(defaultAccountOnly(['orders', 'flaky', 'gone']));
 /** The workers' count of signals to order workflows with this result. */
 const signals = async (result: string) => parsePrometheusText(await metrics.registry.metrics()).value('delivery_notifications_total', { account: 'default', target: 'workflow', endpoint: SIGNAL_ENDPOINT, result });
 
