@@ -151,6 +151,8 @@ async function main(): Promise<void> {
       (ownMetrics ? `, delivery metrics ${ownMetrics.url}` : '') +
       (tracing ? `, traces to ${tracing.config.tracesUrl} as ${tracing.config.serviceName}` : ''),
   );
+  // What each account's calls outside the gate share, if anything (worker/account-rates.ts).
+  console.log(`worker: ${workers.pacingSummary}`);
   await running;
   await ownMetrics?.close();
   accounts.close();

@@ -5,8 +5,10 @@
  *
  * Pacing (worker/pacing-config.ts): with the `gate` the gate makes quotes and creations in
  * window-exact slots, so those queues carry no rate limit of their own (a token bucket would
- * spread out the calls the gate sends together). With `task-queue`, every family's queue gets
- * Temporal's rate limit of (limit - 1) / window. The other calls always use the task-queue limit.
+ * spread out the calls the gate sends together). The other calls (reads, updates, cancels), and
+ * with `task-queue` every family, are paced per account by the Temporal server
+ * (worker/account-rates.ts); on a server that cannot, by one rate limit per queue for every
+ * account, (limit - 1) / window, and the start line says so.
  */
 import type { DataConverter } from '@temporalio/common';
 import { FAILURE_CONVERTER_PATH } from '../temporal/payload-codec';
@@ -25,6 +27,7 @@ import { gateTaskQueue, notificationsTaskQueue, providerTaskQueues } from '../co
 import { createDeliveriesServiceHandler } from '../nexus/handlers';
 import type { NexusEndpoints } from '../nexus/endpoint-accounts';
 import { DEFAULT_PACING, taskQueueRatePerSecond, type PacingSettings } from './pacing-config';
+import { startAccountRates } from './account-rates';
 import type { DeploymentVersion } from '../temporal/worker-deployment';
 import { SIGNAL_ENDPOINT, type WorkerMetrics } from '../metrics/worker-metrics';
 import { OTHER_ACCOUNTS } from '../metrics/account';
@@ -85,6 +88,8 @@ export interface DeliveryWorkers {
   /** Runs every worker until `promise` settles, then shuts them down. */
   runUntil<T>(promise: Promise<T>): Promise<T>;
   shutdown(): void;
+  /** How the calls outside the pacing gate are paced: per account, or what the accounts share (the start line says it). */
+  pacingSummary: string;
 }
 
 /** Shorter than Temporal's 10 s: a dead worker holds its workflows (and the gate) for this long. */
@@ -148,6 +153,9 @@ export async function createDeliveryWorkers(o: DeliveryWorkerOptions): Promise<D
   });
   const gated = (family: CallFamily) => pacing.pacing === 'gate' && family !== 'other';
   const families: CallFamily[] = ['creations', 'quotes', 'other'];
+  // Before the queues are polled: a family the server cannot pace per account keeps the shared limit below.
+  const accountRates = await startAccountRates({ client: o.client, queues, families: families.filter((f) => !gated(f)), defaults: pacing.limits, accounts: o.accounts, marginMs: pacing.marginMs });
+  const sharedLimit = (family: CallFamily) => !gated(family) && !accountRates.perAccount.has(family);
   const activityWorkers = await Promise.all(
     families.map((family) =>
       Worker.create({
@@ -155,7 +163,7 @@ export async function createDeliveryWorkers(o: DeliveryWorkerOptions): Promise<D
         ...versioned('PINNED'), // activities only: polled as the version, so a pinned delivery's calls stay on its build
         taskQueue: queues[family],
         activities: o.activities,
-        maxTaskQueueActivitiesPerSecond: gated(family) ? undefined : taskQueueRatePerSecond(pacing.limits[family]),
+        maxTaskQueueActivitiesPerSecond: sharedLimit(family) ? taskQueueRatePerSecond(pacing.limits[family]) : undefined,
         // A window's calls all start together: let a whole window's worth run at once.
         maxConcurrentActivityTaskExecutions: o.maxConcurrentActivities ?? Math.max(100, gated(family) ? pacing.limits[family].limit : 0),
       }),
@@ -187,6 +195,7 @@ export async function createDeliveryWorkers(o: DeliveryWorkerOptions): Promise<D
 
   const shutdown = () => {
     stopReconfiguring();
+    accountRates.stop();
     for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
   };
   const run = async () => {
@@ -200,6 +209,7 @@ export async function createDeliveryWorkers(o: DeliveryWorkerOptions): Promise<D
     workers,
     run,
     shutdown,
+    pacingSummary: accountRates.summary,
     async runUntil<T>(promise: Promise<T>): Promise<T> {
       const running = run();
       try {

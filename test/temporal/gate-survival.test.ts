@@ -22,6 +22,7 @@ import { deliveryRequest, destination } from '../fixtures/orders';
 import { hasLoneMarkerTask, recordHistories, unreplayable } from '../helpers/histories';
 import { ENTRY, ProcessGroup, type RunningProcess } from '../../scripts/processes';
 import { eventually } from '../helpers/stack';
+import { busiestWindow } from '../helpers/rolling-windows';
 import { testDeployment, testServerAddress, uniqueTaskQueue } from '../helpers/temporal';
 import { workflowBundle } from '../helpers/workers';
 
@@ -221,14 +222,8 @@ function mostInAnyWindow(sim: Simulator, path: string, windowMs: number): number
   const times = sim
     .requestLog()
     .filter((e) => e.method === 'POST' && e.path === path && e.status !== 429)
-    .map((e) => Date.parse(e.time))
-    .sort((a, b) => a - b);
-  let most = 0;
-  for (let i = 0, j = 0; i < times.length; i++) {
-    while (times[i]! - times[j]! >= windowMs) j++;
-    most = Math.max(most, i - j + 1);
-  }
-  return most;
+    .map((e) => Date.parse(e.time));
+  return busiestWindow(times, windowMs);
 }
 
 it('creates the rest of a backlog while one order always gets a 500, never held back by it, and cancels that order', async () => {
