@@ -71,10 +71,15 @@ export class FleetView {
   private readonly now: () => number;
   /** How long the last poll said to wait before the next (the period, or more for the budget). */
   private delayMs: number;
+  /** When the last poll whose every count and list succeeded ended (the start until one has). */
+  private updatedAt: number;
+  /** A count or list of the current poll failed. */
+  private pollFailed = false;
 
   constructor(private readonly o: FleetViewOptions) {
     this.now = o.now ?? Date.now;
     this.delayMs = o.periodMs;
+    this.updatedAt = this.now();
     const registers = [this.registry];
     const account = metricsAccount();
     // Read at scrape time by the gauges' collect(), whose `this` is the gauge.
@@ -82,6 +87,7 @@ export class FleetView {
     const now = () => this.now();
     const gateStatus = () => this.gate;
     const delay = () => this.delayMs;
+    const updated = () => this.updatedAt;
     new Gauge({
       name: 'delivery_fleet_open',
       help: "Open deliveries by account and DeliveryStatus (none: not created yet), from visibility counts; (other): an account the registry does not list.",
@@ -113,6 +119,14 @@ export class FleetView {
       registers,
       collect() {
         this.labels(account).set(delay() / 1000);
+      },
+    });
+    new Gauge({
+      name: 'delivery_fleet_updated_timestamp_seconds',
+      help: "When the fleet view's figures were last refreshed by a poll whose every count and list succeeded (Unix time); its start until one has. FleetViewStale compares it with the period.",
+      registers,
+      collect() {
+        this.set(updated() / 1000);
       },
     });
     const gauge = (name: string, help: string, value: (g: GateStatus, f: (typeof FAMILIES)[number]) => number) =>
@@ -157,8 +171,10 @@ export class FleetView {
   /** One poll: each status's counts and its oldest; returns how long to wait before the next. */
   async poll(): Promise<number> {
     const accounts = [...new Set(this.o.accounts?.() ?? [DEFAULT_ACCOUNT])].sort();
+    this.pollFailed = false;
     const made = await Promise.all([...FLEET_STATUSES.map((status) => this.pollStatus(status, accounts)), this.askGate().then(() => 0)]);
     this.delayMs = Math.max(this.o.periodMs, Math.max(...made) * QUERY_SPACING_MS);
+    if (!this.pollFailed) this.updatedAt = this.now();
     return this.delayMs;
   }
 
@@ -187,6 +203,7 @@ export class FleetView {
         return made;
       }
     } catch {
+      this.pollFailed = true;
       this.failures.labels(metricsAccount(), 'count').inc();
       return made;
     }
@@ -196,6 +213,7 @@ export class FleetView {
         if (await this.listOldest(status, base, accounts)) break;
       }
     } catch {
+      this.pollFailed = true;
       this.failures.labels(metricsAccount(), 'list').inc();
     }
     return made;
