@@ -181,8 +181,10 @@ export async function main(argv: string[], io = { stdout: process.stdout, stderr
         return await watch(client, started.reference, out, io.stderr);
       }
       case 'status': {
-        const s = await client.getStatus(refArg());
-        out.print(s, () => renderState(s));
+        const ref = refArg();
+        const s = await client.getStatus(ref);
+        const traceId = await client.traceId(ref);
+        out.print({ ...s, traceId }, () => renderState(s, traceId ?? '- (started without tracing)'));
         return EXIT.ok;
       }
       case 'watch':
@@ -274,12 +276,14 @@ function integer(text: string, flag: string): number {
   return Number(text);
 }
 
-export function renderState(s: DeliveryState): string {
+/** `trace`: the trace id line of `delivery status` (docs/monitoring.md, "A delivery's trace"). */
+export function renderState(s: DeliveryState, trace?: string): string {
   const lines = [
     `reference   ${printable(s.reference)}`,
     `status      ${s.status ?? '-'} (${s.phase})`,
     `provider id ${s.deliveryId ?? '-'}`,
     `price       ${s.price ? formatMoney(s.price) : s.quote ? `quoted ${formatMoney(s.quote.price)}` : '-'}`,
+    ...(trace === undefined ? [] : [`trace       ${trace}`]),
   ];
   if (s.cancellation) lines.push(`cancel      ${renderCancellation(s)}`);
   if (s.destinations.length > 0) {

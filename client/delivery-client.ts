@@ -42,6 +42,7 @@ import { ACCOUNT_ID, ACCOUNT_ID_RULE, DEFAULT_ACCOUNT } from '../contract/accoun
 import { dataConverterFromEnv } from '../temporal/payload-codec';
 import type { NotifySettings } from '../contract/notification-types';
 import { temporalSettingsFromEnv, type TemporalSettings } from '../temporal/connection';
+import { startTraceId } from './trace-id';
 import { activeTracing, installTracing, tracingClientInterceptors } from '../tracing/install';
 
 /** Bad input: nothing was started or changed. `issues` name each field and rule. */
@@ -214,6 +215,11 @@ export class DeliveryClient {
 
   async getStatus(delivery: DeliveryRef): Promise<DeliveryState> {
     return this.withHandle(delivery, (h) => h.query(statusQuery));
+  }
+
+  /** The id of the trace the delivery's start carried (docs/monitoring.md, "A delivery's trace"); undefined when it was started without tracing. */
+  async traceId(delivery: DeliveryRef): Promise<string | undefined> {
+    return this.withHandle(delivery, (h) => startTraceId(this.temporal, h.workflowId));
   }
 
   /** Waits for the delivery to end and returns its final record. */

@@ -12,6 +12,7 @@ import { METRICS_ADDRESS, serveMetrics } from '../metrics/serve';
 import { dataConverterFromEnv } from '../temporal/payload-codec';
 import { accountIdsFromEnv } from '../accounts/registry';
 import { DEFAULT_BUSIEST, DEFAULT_GATES_PER_PASS, DEFAULT_SCAN_PAGES, FleetView } from './view';
+import { TaskQueuePollers } from './pollers';
 
 const FleetEnvSchema = z.object({
   FLEET_METRICS_ADDRESS: z.string().regex(METRICS_ADDRESS, { message: 'must be host:port, e.g. 127.0.0.1:9470' }).default('127.0.0.1:9470'),
@@ -38,8 +39,9 @@ async function main(): Promise<void> {
     return accounts;
   };
   const connection = await connectClient(temporal.connectionOptions as ConnectionOptions);
+  const client = new Client({ connection, namespace: temporal.namespace, dataConverter: dataConverterFromEnv() });
   const view = new FleetView({
-    client: new Client({ connection, namespace: temporal.namespace, dataConverter: dataConverterFromEnv() }),
+    client,
     namespace: temporal.namespace,
     taskQueue: temporal.taskQueue,
     periodMs: env.FLEET_PERIOD_MS,
@@ -48,10 +50,12 @@ async function main(): Promise<void> {
     busiest: env.FLEET_BUSIEST_ACCOUNTS,
     gatesPerPass: env.FLEET_GATES_PER_PASS,
   });
+  const pollers = new TaskQueuePollers({ client, namespace: temporal.namespace, taskQueue: temporal.taskQueue, registry: view.registry });
   const listener = await serveMetrics(view.registry, env.FLEET_METRICS_ADDRESS);
   view.start();
+  pollers.start();
   const stop = async () => {
-    await view.stop();
+    await Promise.all([view.stop(), pollers.stop()]);
     await listener.close();
     await connection.close();
     process.exit(0);

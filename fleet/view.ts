@@ -80,10 +80,15 @@ export class FleetView {
   private timer?: ReturnType<typeof setTimeout>;
   private polling?: Promise<void>;
   private readonly now: () => number;
+  /** When the last pass whose every count and list succeeded ended (the start until one has). */
+  private updatedAt: number;
+  /** A count or list of the current pass failed. */
+  private pollFailed = false;
   private readonly base: string;
 
   constructor(private readonly o: FleetViewOptions) {
     this.now = o.now ?? Date.now;
+    this.updatedAt = this.now();
     const ids = o.accounts ?? (() => [DEFAULT_ACCOUNT]);
     this.labels = new AccountLabels({ ids: () => [...ids()] }, o.namedAccounts);
     this.base = `WorkflowType="delivery" AND TaskQueue="${o.taskQueue}" AND ExecutionStatus="Running"`;
@@ -93,6 +98,7 @@ export class FleetView {
     // Read at scrape time by the gauges' collect(), whose `this` is the gauge.
     const { totals, oldest, scan, gates, labels } = this;
     const now = () => this.now();
+    const updated = () => this.updatedAt;
     const busiest = o.busiest ?? DEFAULT_BUSIEST;
     new Gauge({
       name: 'delivery_fleet_status_open',
@@ -160,6 +166,14 @@ export class FleetView {
         this.set(periodMs / 1000);
       },
     });
+    new Gauge({
+      name: 'delivery_fleet_updated_timestamp_seconds',
+      help: "When the fleet view's figures were last refreshed by a poll whose every count and list succeeded (Unix time); its start until one has. FleetViewStale compares it with the period.",
+      registers,
+      collect() {
+        this.set(updated() / 1000);
+      },
+    });
     /** Per label value and family, the gates' figures: summed (waiting, slots) or the largest (waits, windows) over the accounts of one value. */
     const gauge = (name: string, help: string, value: (g: GateStatus, f: GatedFamily, ageMs: number) => number, combine: (a: number, b: number) => number) =>
       new Gauge({
@@ -217,11 +231,13 @@ export class FleetView {
   /** One pass: each status's count and oldest, a step of the scan, then the gates of the accounts it found waiting. */
   async poll(): Promise<void> {
     this.labels.refresh(); // the registry as it is now
+    this.pollFailed = false;
     await Promise.all([...FLEET_STATUSES.map((status) => this.pollStatus(status)), this.stepScan()]);
     const waiting = new Set<string>();
     for (const [account, byStatus] of this.scan.last?.byAccountStatus ?? []) if ((byStatus.get('none') ?? 0) > 0) waiting.add(account);
     const { failed } = await this.gates.pass(waiting);
     if (failed > 0) this.failures.labels('gate').inc(failed);
+    if (!this.pollFailed) this.updatedAt = this.now();
   }
 
   private async stepScan(): Promise<void> {
@@ -245,12 +261,14 @@ export class FleetView {
         return;
       }
     } catch {
+      this.pollFailed = true;
       this.failures.labels('count').inc();
       return;
     }
     try {
       for (let lists = 0; lists < 2; lists++) if (await this.listOldest(status, base)) break;
     } catch {
+      this.pollFailed = true;
       this.failures.labels('list').inc();
     }
   }

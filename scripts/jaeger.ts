@@ -58,12 +58,13 @@ export interface RunningJaeger {
 /**
  * One Jaeger on loopback ports of its own: OTLP over HTTP in, spans kept in memory, the query API
  * out (no gRPC receiver, no self-tracing, no metrics port). Ready when the query API answers.
+ * `ports`: fixed ones (a local stack's, scripts/observe.ts), else free ones.
  * `idle`: at the kernel's idle scheduling priority (`chrt --idle 0`), running only on CPU nothing
  * else wants, as a backend on other machines would take none from the processes it serves.
  */
-export async function startJaeger(bin: string, o: { timeoutMs?: number; idle?: boolean } = {}): Promise<RunningJaeger> {
+export async function startJaeger(bin: string, o: { timeoutMs?: number; idle?: boolean; ports?: { otlp: number; query: number } } = {}): Promise<RunningJaeger> {
   const timeoutMs = o.timeoutMs ?? 60_000;
-  const [otlp, query, queryGrpc] = [await freePort(), await freePort(), await freePort()];
+  const [otlp, query, queryGrpc] = [o.ports?.otlp ?? (await freePort()), o.ports?.query ?? (await freePort()), await freePort()];
   const dir = mkdtempSync(join(tmpdir(), 'jaeger-'));
   const config = join(dir, 'config.yaml');
   writeFileSync(
@@ -119,7 +120,7 @@ exporters:
 
 if (require.main === module) {
   ensureJaeger()
-    .then((bin) => console.log(bin))
+    .then((bin) => console.log(`${bin}\n(npm start -- --observe runs it; docs/monitoring.md, "A delivery's trace in three steps")`))
     .catch((err: Error) => {
       console.error(err.message);
       process.exit(1);

@@ -9,6 +9,8 @@ import { findPrometheus, Prometheus, PROMETHEUS_PORT, type ScrapeTargets } from 
 import type { Run } from './supervisor';
 
 export const FLEET_METRICS_PORT = 9470;
+/** `npm start -- --observe`: Jaeger's OTLP/HTTP receiver and its query API, on OpenTelemetry's and Jaeger's usual ports. */
+export const JAEGER_PORTS = { otlp: 4318, query: 16686 };
 /** The dev server's own /metrics (`--metrics-port`); a cluster's service processes from the next port on. */
 export const DEV_SERVER_METRICS_PORT = 9480;
 

@@ -5,7 +5,7 @@
  * them from the stack's ports, its TSDB there with bounded retention, its UI and API on 127.0.0.1.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { accepts, stopProcess } from './temporal-dev-server';
 import type { Run } from './supervisor';
@@ -22,10 +22,21 @@ export function findPrometheus(): string {
   throw new Error("prometheus is not installed: install Debian's package (sudo apt-get install prometheus), or set PROMETHEUS_PATH to its binary");
 }
 
-/** The configuration and target files in `dir`; the port replaces the self-scrape's 9090, `interval` the 10 s scrape and evaluation interval. */
-export function writePrometheusConfig(dir: string, targets: ScrapeTargets, port: number, interval?: string): string {
+const SECONDS: Record<string, number> = { s: 1, m: 60, h: 3600 };
+
+/** alerts.yml with every rule's `for:` multiplied by `scale` (whole seconds, at least 1). */
+export function scaleAlertFor(rules: string, scale: number): string {
+  return rules.replace(/^(\s*for: )(\d+)([smh])\s*$/gm, (_line, head: string, n: string, unit: string) => `${head}${Math.max(1, Math.round(Number(n) * SECONDS[unit]! * scale))}s`);
+}
+
+/**
+ * The configuration and target files in `dir`; the port replaces the self-scrape's 9090, `interval` the 10 s scrape and evaluation interval,
+ * `forScale` multiplies each alert's `for:` (a test that reads alerts fire within its runbook's time, scaled; never a stack's).
+ */
+export function writePrometheusConfig(dir: string, targets: ScrapeTargets, port: number, interval?: string, forScale?: number): string {
   mkdirSync(join(dir, 'targets'), { recursive: true });
-  copyFileSync(join(PROMETHEUS_DIR, 'alerts.yml'), join(dir, 'alerts.yml'));
+  const rules = readFileSync(join(PROMETHEUS_DIR, 'alerts.yml'), 'utf8');
+  writeFileSync(join(dir, 'alerts.yml'), forScale === undefined ? rules : scaleAlertFor(rules, forScale));
   const config = join(dir, 'prometheus.yml');
   writeFileSync(config, readFileSync(join(PROMETHEUS_DIR, 'prometheus.yml'), 'utf8')
       .replace(`'127.0.0.1:${PROMETHEUS_PORT}'`, `'127.0.0.1:${port}'`)
@@ -44,6 +55,8 @@ export interface PrometheusOptions {
   retention?: string;
   /** Scrape and rule evaluation interval (10 s); a test scrapes faster. */
   interval?: string;
+  /** Multiplies every alert rule's `for:` (tests only: see writePrometheusConfig). */
+  forScale?: number;
   output?: (line: string) => void;
 }
 
@@ -57,7 +70,7 @@ export class Prometheus {
   }
 
   async start(): Promise<Run> {
-    const config = writePrometheusConfig(this.o.dir, this.o.targets, this.o.port, this.o.interval);
+    const config = writePrometheusConfig(this.o.dir, this.o.targets, this.o.port, this.o.interval, this.o.forScale);
     const child = spawn(
       this.o.binary,
       [

@@ -9,7 +9,8 @@
  *   - the codec endpoint (http://127.0.0.1:8234) through which the Web UI decrypts payloads,
  *   - the fleet view (fleet/, metrics on :9470), and each process's metrics (scripts/observe.ts),
  *   - with `npm start -- --observe`, Prometheus scraping them all (UI http://127.0.0.1:9090,
- *     data in .data/prometheus, alert rules deploy/prometheus/alerts.yml).
+ *     data in .data/prometheus, alert rules deploy/prometheus/alerts.yml), and Jaeger (scripts/jaeger.ts,
+ *     built once with Go) receiving the worker's and the bridge's traces (OTEL_EXPORTER_OTLP_ENDPOINT).
  * With DELIVERY_ACCOUNTS_FILE, the worker and the bridge serve every account of the registry, and
  * each is registered in the simulator (scripts/accounts-on-start.ts).
  * The simulator, worker, bridge and codec endpoint are started again when they exit
@@ -29,7 +30,8 @@ import { setUpLocalNexus } from './nexus-setup';
 import { makeStackVersionCurrent } from './deployment-on-start';
 import { setUpLocalAccounts } from './accounts-on-start';
 import { startDevServer, type DevServer } from './temporal-dev-server';
-import { DEV_SERVER_METRICS_PORT, describeMetrics, fleetMetricsEnv, stackTargets, startStackPrometheus, workerMetricsEnv } from './observe';
+import { ensureJaeger, startJaeger, type RunningJaeger } from './jaeger';
+import { DEV_SERVER_METRICS_PORT, JAEGER_PORTS, describeMetrics, fleetMetricsEnv, stackTargets, startStackPrometheus, workerMetricsEnv } from './observe';
 import type { Prometheus } from './prometheus';
 
 const root = join(__dirname, '..');
@@ -42,11 +44,12 @@ const BRIDGE_URL = 'http://127.0.0.1:8080';
 const BRIDGE_ADMIN_URL = 'http://127.0.0.1:8081';
 const CODEC_URL = 'http://127.0.0.1:8234';
 
-/** `npm start -- --observe`: Prometheus too. */
+/** `npm start -- --observe`: Prometheus and Jaeger too, and traces on. */
 const OBSERVE = process.argv.slice(2).includes('--observe');
 
 let devServer: DevServer | undefined;
 let prometheus: Prometheus | undefined;
+let jaeger: RunningJaeger | undefined;
 
 function log(line: string): void {
   process.stdout.write(`[start] ${line}\n`);
@@ -54,6 +57,7 @@ function log(line: string): void {
 
 const services = localStack('start', log, async () => {
   await prometheus?.stop();
+  await jaeger?.stop();
   await devServer?.stop();
 });
 
@@ -108,10 +112,13 @@ async function main(): Promise<void> {
   const registryFile = process.env.DELIVERY_ACCOUNTS_FILE?.trim();
   const accounts = registryFile ? await setUpLocalAccounts({ registryFile, dataDir, simulatorUrl: SIMULATOR_URL, bridgeUrl: BRIDGE_URL, log }) : undefined;
   const accountsEnv = accounts ? { DELIVERY_ACCOUNTS_FILE: accounts.file } : {};
+  // Traces: the worker and the bridge export to the local Jaeger, the one setting that turns tracing on.
+  if (OBSERVE) jaeger = await startJaeger(await ensureJaeger(log), { ports: JAEGER_PORTS });
+  const tracingEnv = jaeger ? { OTEL_EXPORTER_OTLP_ENDPOINT: jaeger.otlpUrl } : {};
   await Promise.all([
-    services.start('worker', ENTRY.worker.entry, { ...temporalEnv, ...accountsEnv, DELIVERY_API_URL: SIMULATOR_URL, WORKER_MAKE_CURRENT: 'never', ...workerMetricsEnv(0) }, ENTRY.worker.ready),
+    services.start('worker', ENTRY.worker.entry, { ...temporalEnv, ...accountsEnv, ...tracingEnv, DELIVERY_API_URL: SIMULATOR_URL, WORKER_MAKE_CURRENT: 'never', ...workerMetricsEnv(0) }, ENTRY.worker.ready),
     services.start('fleet', ENTRY.fleet.entry, { ...temporalEnv, ...accountsEnv, ...fleetMetricsEnv() }, ENTRY.fleet.ready),
-    services.start('bridge', ENTRY.bridge.entry, { ...temporalEnv, ...accountsEnv, DELIVERY_API_URL: SIMULATOR_URL, DELIVERY_WEBHOOK_SECRETS: webhook.secrets.join(',') }, ENTRY.bridge.ready),
+    services.start('bridge', ENTRY.bridge.entry, { ...temporalEnv, ...accountsEnv, ...tracingEnv, DELIVERY_API_URL: SIMULATOR_URL, DELIVERY_WEBHOOK_SECRETS: webhook.secrets.join(',') }, ENTRY.bridge.ready),
     services.start('codec', ENTRY.codec.entry, { DELIVERY_PAYLOAD_KEYS: payloadKeys, CODEC_ALLOWED_ORIGIN: devServer.uiUrl }, ENTRY.codec.ready),
   ]);
   await makeStackVersionCurrent(temporalEnv, log);
@@ -128,9 +135,14 @@ async function main(): Promise<void> {
   log(`  codec endpoint   ${CODEC_URL} (the Web UI decrypts payloads through it)`);
   for (const line of describeMetrics(scraped)) log(line);
   log(prometheus ? `  Prometheus       ${prometheus.url} (alerts: ${prometheus.url}/alerts; data .data/prometheus, kept 2 days)` : '  Prometheus       not started (npm start -- --observe runs it)');
+  log(jaeger ? `  Jaeger           ${jaeger.queryUrl} (query API; this build serves no UI), traces in at ${jaeger.otlpUrl}` : '  Jaeger           not started, tracing off (npm start -- --observe runs it)');
   log(`  notifications    endpoints: ${notifyEndpoints} (DELIVERY_NOTIFY_ENDPOINTS); order workflows by signal: notify.workflowId`);
   log('try, in another terminal:');
   log('  npx delivery create --reference DEMO-1 --order docs/examples/order.json --watch');
+  if (jaeger) {
+    log(`  OTEL_EXPORTER_OTLP_ENDPOINT=${jaeger.otlpUrl} npx delivery create --reference DEMO-2 --order docs/examples/order.json   (traced from its start)`);
+    log('  npx delivery status DEMO-2   (its trace id), then npm run trace -- <trace id>');
+  }
   log('  npx tsx examples/nexus-order-system/main.ts   (an order workflow in namespace orders, through Nexus)');
   log('Ctrl-C stops everything; data stays in .data/');
 }

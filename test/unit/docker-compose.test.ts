@@ -6,6 +6,8 @@
  * secret, the setup service registers exactly contract/search-attributes.ts, Temporal has one
  * partition per task queue, every published port is on 127.0.0.1, and Temporal runs what
  * `npm run cluster` runs: the same server version, static and dynamic config files and schema steps.
+ * The fleet view runs, every process serves its metrics inside the network, and the prometheus
+ * service scrapes each of them with deploy/prometheus/ as it is.
  */
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -21,10 +23,11 @@ import { DEV_SERVER_DYNAMIC_CONFIG } from '../../scripts/temporal-dev-server';
 import { KeyRing } from '../../simulator/auth';
 import { simulatorConfigFromEnv } from '../../simulator/config';
 import { DELIVERY_SEARCH_ATTRIBUTES } from '../../contract/search-attributes';
+import { SCRAPE_JOBS } from '../../scripts/prometheus';
 
 const ROOT = join(__dirname, '..', '..');
 /** Where the code that runs in our image lives; test/ and bench/ are not part of the stack. */
-const SOURCE_DIRS = ['simulator', 'bridge', 'worker', 'client', 'temporal', 'contract', 'provider', 'activities', 'workflows', 'scripts'];
+const SOURCE_DIRS = ['simulator', 'bridge', 'worker', 'fleet', 'metrics', 'tracing', 'accounts', 'notifications', 'nexus', 'client', 'temporal', 'contract', 'provider', 'activities', 'workflows', 'scripts'];
 
 type Env = Record<string, string>;
 type PortSpec = string | number | { target: number; published?: string | number; host_ip?: string };
@@ -258,8 +261,8 @@ describe('docker-compose.yml', () => {
   test('parses without errors or warnings, and has the services of the stack', () => {
     const doc = parseDocument(composeText, { merge: true });
     expect([...doc.errors, ...doc.warnings].map((e) => e.message)).toEqual([]);
-    expect(Object.keys(services).sort()).toEqual(['bridge', 'postgresql', 'simulator', 'temporal', 'temporal-schema', 'temporal-setup', 'temporal-ui', 'worker']);
-    expect(ourServices.map(([name]) => name).sort()).toEqual(['bridge', 'simulator', 'worker']);
+    expect(Object.keys(services).sort()).toEqual(['bridge', 'fleet', 'postgresql', 'prometheus', 'simulator', 'temporal', 'temporal-schema', 'temporal-setup', 'temporal-ui', 'worker']);
+    expect(ourServices.map(([name]) => name).sort()).toEqual(['bridge', 'fleet', 'simulator', 'worker']);
     for (const [, s] of ourServices) expect(s.image).toBe(services.worker!.image);
   });
 
@@ -400,6 +403,58 @@ describe('docker-compose.yml', () => {
     expect(script).toMatch(/until temporal operator cluster health .*SERVING/);
     expect(script).toMatch(/temporal operator namespace create/);
     expect(containerEnv(setup, {}).TEMPORAL_NAMESPACE).toBe(containerEnv(service('worker'), {}).TEMPORAL_NAMESPACE);
+  });
+
+  describe('metrics', () => {
+    const mounts = (s: Service) => (s.volumes ?? []).map((v) => (typeof v === 'string' ? v.split(':') : [v.source!, v.target!]));
+    const prometheus = service('prometheus');
+    /** Where each process serves /metrics, as `service:port`, from its own environment. */
+    const served = (): Record<(typeof SCRAPE_JOBS)[number], string[]> => {
+      const at = (name: string, variable: string) => {
+        const address = containerEnv(service(name), {})[variable];
+        expect({ name, variable, address }).toEqual({ name, variable, address: expect.stringMatching(/^0\.0\.0\.0:\d+$/) });
+        return `${name}:${address!.split(':')[1]}`;
+      };
+      const bridge = bridgeConfigFromEnv(containerEnv(service('bridge'), {}));
+      return {
+        'worker-sdk': [at('worker', 'WORKER_METRICS_ADDRESS')],
+        worker: [at('worker', 'WORKER_DELIVERY_METRICS_ADDRESS')],
+        fleet: [at('fleet', 'FLEET_METRICS_ADDRESS')],
+        bridge: [`bridge:${bridge.adminPort}`],
+        temporal: [at('temporal', 'TEMPORAL_METRICS_ADDRESS')],
+      };
+    };
+
+    test('every process serves its metrics on all interfaces inside the network; the bridge answers the name it is scraped by', () => {
+      const bridge = bridgeConfigFromEnv(containerEnv(service('bridge'), {}));
+      expect(bridge.adminHost).toBe('0.0.0.0');
+      expect(bridge.adminAllowedHosts).toContain(served().bridge[0]);
+    });
+
+    test('the prometheus service scrapes each of them: deploy/prometheus/ as it is, with the targets of this network', () => {
+      const m = Object.fromEntries(mounts(prometheus).map(([source, target]) => [target, source]));
+      expect(m).toMatchObject({ '/etc/prometheus/prometheus.yml': './deploy/prometheus/prometheus.yml', '/etc/prometheus/alerts.yml': './deploy/prometheus/alerts.yml' });
+      expect(words(prometheus.command)).toContain('--config.file=/etc/prometheus/prometheus.yml');
+      // prometheus.yml reads targets/<job>.json beside itself.
+      const config = parse(readFileSync(join(ROOT, 'deploy', 'prometheus', 'prometheus.yml'), 'utf8')) as { scrape_configs: { job_name: string; file_sd_configs?: { files: string[] }[] }[] };
+      const targetsDir = m['/etc/prometheus/targets'];
+      expect(targetsDir).toBeDefined();
+      const expected = served();
+      for (const job of SCRAPE_JOBS) {
+        const files = config.scrape_configs.find((c) => c.job_name === job)?.file_sd_configs?.[0]?.files ?? [];
+        expect(files).toEqual([`targets/${job}.json`]);
+        const written = JSON.parse(readFileSync(join(ROOT, targetsDir!, `${job}.json`), 'utf8')) as { targets: string[] }[];
+        expect({ job, targets: written.flatMap((t) => t.targets) }).toEqual({ job, targets: expected[job] });
+      }
+      expect(Object.keys(dependsOn(prometheus)).sort()).toEqual(['bridge', 'fleet', 'worker']);
+    });
+
+    test('the fleet view reads the same Temporal server, namespace and task queue as the worker', () => {
+      const fleet = temporalSettingsFromEnv(containerEnv(service('fleet'), {}));
+      const worker = temporalSettingsFromEnv(containerEnv(service('worker'), {}));
+      expect({ address: fleet.address, namespace: fleet.namespace, taskQueue: fleet.taskQueue }).toEqual({ address: worker.address, namespace: worker.namespace, taskQueue: worker.taskQueue });
+      expect(dependsOn(service('fleet'))['temporal-setup']?.condition).toBe('service_completed_successfully');
+    });
   });
 
   test('PostgreSQL keeps its data in a named volume', () => {

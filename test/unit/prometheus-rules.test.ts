@@ -1,7 +1,7 @@
 /**
  * The alert rules (deploy/prometheus/alerts.yml) with Debian's promtool: every rule parses, fires
  * on the series its test file says should fire it and stays quiet on the others
- * (deploy/prometheus/tests/*.yml), and has a test and a runbook entry in docs/operations.md.
+ * (deploy/prometheus/tests/*.yml), and has a test and a runbook entry in docs/monitoring.md ("Alerts").
  * The scrape configuration parses too. .ci/run installs the `prometheus` package.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -41,8 +41,8 @@ describe('deploy/prometheus', () => {
     }
   });
 
-  it('every alert has a runbook entry in docs/operations.md', () => {
-    const doc = readFileSync(join(ROOT, 'docs', 'operations.md'), 'utf8');
+  it('every alert has a runbook entry in docs/monitoring.md', () => {
+    const doc = readFileSync(join(ROOT, 'docs', 'monitoring.md'), 'utf8');
     for (const { alert } of rules()) expect({ alert, documented: new RegExp(`\\*\\*${alert}\\*\\*`).test(doc) }).toEqual({ alert, documented: true });
   });
 
