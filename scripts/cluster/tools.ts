@@ -6,8 +6,8 @@
  *     with this machine's Go 1.26.8: v1.32.2 needs Go 1.26.10) with the module's PostgreSQL schema
  *     files beside them, in $TEMPORAL_CLI_CACHE_DIR/temporal-server-v1.32.1 (default
  *     ~/.cache/delivery-orchestrator);
- *   - temporal-ui-server (github.com/temporalio/ui-server/v2 v2.58.1, the newest the Go module
- *     proxy serves) in .../temporal-ui-server-v2.58.1.
+ *   - temporal-ui-server (github.com/temporalio/ui-server/v2 v2.55.0, the newest that builds with
+ *     Go 1.26.8: v2.56.0 needs Go 1.26.9, v2.56.1 to v2.58.1 Go 1.26.10) in .../temporal-ui-server-v2.55.0.
  * TEMPORAL_SERVER_TOOLS_DIR names a directory that already holds all of them (e.g. from an image).
  */
 import { spawn, spawnSync } from 'node:child_process';
@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import { isExecutable, onPath, toolCacheBase, tryLock } from '../temporal-cli';
 
 export const TEMPORAL_SERVER_VERSION = 'v1.32.1';
-export const TEMPORAL_UI_SERVER_VERSION = 'v2.58.1';
+export const TEMPORAL_UI_SERVER_VERSION = 'v2.55.0';
 const SERVER_MODULE = 'go.temporal.io/server';
 const UI_MODULE = 'github.com/temporalio/ui-server/v2';
 
