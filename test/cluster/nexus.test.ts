@@ -1,5 +1,5 @@
 /**
- * Issue #27 on the production-shaped cluster (server 1.29.1 on PostgreSQL, services in their own
+ * Issue #27 on the production-shaped cluster (server 1.32.1 on PostgreSQL, services in their own
  * processes, with the Nexus settings scripts/cluster/temporal-cluster.ts gives it): an order
  * system in the `orders` namespace has its deliveries made through the Nexus endpoint by a
  * delivery worker process, payloads encrypted as in production (the order system shares the
