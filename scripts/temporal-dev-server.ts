@@ -20,12 +20,13 @@ import { temporal } from '@temporalio/proto';
 import { connectClient } from '../temporal/client-connection';
 import { DELIVERY_SEARCH_ATTRIBUTES } from '../contract/search-attributes';
 import { ensureNamespace } from './nexus-setup';
+import { prepareDevServerData } from './dev-server-data';
 import { devServerConfig, uiServerArgs, type DevServerPorts } from './temporal-server-config';
 import type { ServerTools } from './cluster/tools';
 
 export interface DevServerOptions {
-  /** temporal-server and temporal-ui-server (ensureServerTools, scripts/cluster/tools.ts). */
-  tools: Pick<ServerTools, 'server' | 'uiServer'>;
+  /** temporal-server, temporal-ui-server and the SQLite schema files (ensureServerTools, scripts/cluster/tools.ts). */
+  tools: Pick<ServerTools, 'server' | 'uiServer' | 'sqliteSchemaDir'>;
   /** gRPC port; 0 picks a free one. */
   port?: number;
   /** Web UI port; undefined runs headless. */
@@ -34,7 +35,7 @@ export interface DevServerOptions {
   codecEndpoint?: string;
   /** Prometheus /metrics on 127.0.0.1:metricsPort; undefined: no metrics. */
   metricsPort?: number;
-  /** SQLite file to keep data across restarts; undefined keeps everything in memory. */
+  /** SQLite file to keep data across restarts (one an older server wrote is upgraded first: dev-server-data.ts); undefined keeps everything in memory. */
   dbFilename?: string;
   namespace?: string;
   /** Dynamic config besides (or replacing) DEV_SERVER_DYNAMIC_CONFIG, key → value. */
@@ -124,6 +125,7 @@ async function devServerPorts(grpc: number | undefined): Promise<DevServerPorts>
 
 export async function startDevServer(options: DevServerOptions): Promise<DevServer> {
   const namespace = options.namespace ?? 'default';
+  if (options.dbFilename) prepareDevServerData(options.dbFilename, options.tools.sqliteSchemaDir, (line) => options.output?.write(`${line}\n`) ?? console.error(line));
   const ports = await devServerPorts(options.port);
   const address = `127.0.0.1:${ports.frontend}`;
   // The generated config files; the data lives in dbFilename (or in memory).

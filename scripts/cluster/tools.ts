@@ -7,8 +7,7 @@
  *     files beside them, in $TEMPORAL_CLI_CACHE_DIR/temporal-server-v1.32.1 (default
  *     ~/.cache/delivery-orchestrator);
  *   - temporal-ui-server (github.com/temporalio/ui-server/v2 v2.55.0, the newest that builds with
- *     Go 1.26.8: v2.56.0 needs Go 1.26.9, v2.56.1 to v2.58.1 need 1.26.10) in
- *     .../temporal-ui-server-v2.55.0.
+ *     Go 1.26.8: v2.56.0 needs Go 1.26.9, v2.56.1 to v2.58.1 Go 1.26.10) in .../temporal-ui-server-v2.55.0.
  * TEMPORAL_SERVER_TOOLS_DIR names a directory that already holds all of them (e.g. from an image).
  */
 import { spawn, spawnSync } from 'node:child_process';
@@ -30,6 +29,8 @@ export interface ServerTools {
   uiServer: string;
   /** schema/postgresql/v12 of the server module: temporal/ and visibility/, each with versioned/. */
   postgresSchemaDir: string;
+  /** schema/sqlite/v3 of the server module: what the dev server's SQLite file is upgraded with (scripts/dev-server-data.ts). */
+  sqliteSchemaDir: string;
 }
 
 export function serverToolsDirs(env: NodeJS.ProcessEnv = process.env): { server: string; ui: string } {
@@ -49,11 +50,12 @@ function toolsIn(dirs: { server: string; ui: string }): ServerTools {
     sqlTool: join(dirs.server, 'temporal-sql-tool'),
     uiServer: join(dirs.ui, 'temporal-ui-server'),
     postgresSchemaDir: join(dirs.server, 'schema', 'postgresql', 'v12'),
+    sqliteSchemaDir: join(dirs.server, 'schema', 'sqlite', 'v3'),
   };
 }
 
 function complete(t: ServerTools): boolean {
-  return isExecutable(t.server) && isExecutable(t.sqlTool) && isExecutable(t.uiServer) && existsSync(join(t.postgresSchemaDir, 'temporal', 'versioned'));
+  return isExecutable(t.server) && isExecutable(t.sqlTool) && isExecutable(t.uiServer) && existsSync(join(t.postgresSchemaDir, 'temporal', 'versioned')) && existsSync(join(t.sqliteSchemaDir, 'visibility', 'schema.sql'));
 }
 
 /** The tools if they are all here already, without building anything. */
@@ -68,25 +70,26 @@ export async function ensureServerTools(log: Log = (l) => console.error(l), env:
   const tools = toolsIn(dirs);
   if (complete(tools)) return tools;
   if (env.TEMPORAL_SERVER_TOOLS_DIR) {
-    throw new Error(`TEMPORAL_SERVER_TOOLS_DIR=${env.TEMPORAL_SERVER_TOOLS_DIR} must hold temporal-server, temporal-sql-tool, temporal-ui-server and schema/postgresql/v12`);
+    throw new Error(`TEMPORAL_SERVER_TOOLS_DIR=${env.TEMPORAL_SERVER_TOOLS_DIR} must hold temporal-server, temporal-sql-tool, temporal-ui-server, schema/postgresql/v12 and schema/sqlite/v3`);
   }
   const go = findGo(env);
   if (!go) {
     throw new Error(
       'The Temporal server tools are not built yet and Go is not installed to build them.\n' +
         `  Install Go 1.26.8 or later (this project then builds ${SERVER_MODULE} ${TEMPORAL_SERVER_VERSION} and ${UI_MODULE} ${TEMPORAL_UI_SERVER_VERSION}),\n` +
-        '  or set TEMPORAL_SERVER_TOOLS_DIR to a directory holding temporal-server, temporal-sql-tool, temporal-ui-server and schema/postgresql/v12.',
+        '  or set TEMPORAL_SERVER_TOOLS_DIR to a directory holding temporal-server, temporal-sql-tool, temporal-ui-server, schema/postgresql/v12 and schema/sqlite/v3.',
     );
   }
   await withLock(dirs.server, log, async () => {
     if (!isExecutable(tools.server) || !isExecutable(tools.sqlTool)) {
       await build(go, dirs.server, [`${SERVER_MODULE}/cmd/server@${TEMPORAL_SERVER_VERSION}`, `${SERVER_MODULE}/cmd/tools/sql@${TEMPORAL_SERVER_VERSION}`], { server: 'temporal-server', sql: 'temporal-sql-tool' }, env, log);
     }
-    if (!existsSync(join(tools.postgresSchemaDir, 'temporal', 'versioned'))) {
+    if (!existsSync(join(tools.postgresSchemaDir, 'temporal', 'versioned')) || !existsSync(join(tools.sqliteSchemaDir, 'visibility', 'schema.sql'))) {
       // The schema files ship in the module, not in the binaries: keep a copy beside them.
       const moduleDir = goModuleDir(go, `${SERVER_MODULE}@${TEMPORAL_SERVER_VERSION}`, env);
       rmSync(join(dirs.server, 'schema'), { recursive: true, force: true });
       cpSync(join(moduleDir, 'schema', 'postgresql', 'v12'), tools.postgresSchemaDir, { recursive: true });
+      cpSync(join(moduleDir, 'schema', 'sqlite', 'v3'), tools.sqliteSchemaDir, { recursive: true });
     }
   });
   await withLock(dirs.ui, log, async () => {

@@ -1,5 +1,5 @@
 /**
- * The production-shaped stack (`npm run cluster`'s provisioning, on free ports): Temporal v1.29.1
+ * The production-shaped stack (`npm run cluster`'s provisioning, on free ports): Temporal v1.32.1
  * as frontend, 2 history, 2 matching and worker service processes on PostgreSQL, 3 delivery
  * worker processes, 2 bridge processes behind nginx that the simulator's webhooks go through.
  * The simulator runs 60× faster (the provider's minute is one second) and enforces its strict
@@ -22,6 +22,7 @@ import { deliveryRequest, destination } from '../fixtures/orders';
 import { ClusterStack } from '../helpers/cluster';
 import { eventually } from '../helpers/stack';
 import { accepts } from '../../scripts/temporal-dev-server';
+import { TEMPORAL_SERVER_VERSION } from '../../scripts/cluster/tools';
 
 const run = promisify(execFile);
 const CLI = join(__dirname, '../../client/delivery.js');
@@ -126,7 +127,7 @@ test('the cluster runs on PostgreSQL with 4 shards, two history and two matching
     persistenceStore: 'postgres12',
     visibilityStore: 'postgres12',
     historyShardCount: 4,
-    serverVersion: '1.29.1',
+    serverVersion: TEMPORAL_SERVER_VERSION.slice(1),
   });
   // Ring membership as the services record it (roles: 1 frontend, 2 history, 3 matching, 4 worker), live entries only.
   const members = stack.cluster.postgres.query('temporal', "SELECT role, count(DISTINCT rpc_port) FROM cluster_membership WHERE record_expiry > now() GROUP BY role ORDER BY role");

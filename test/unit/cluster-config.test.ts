@@ -32,12 +32,15 @@ describe('server tools', () => {
     chmodSync(join(dir, 'temporal-ui-server'), 0o755);
     expect(findServerTools(env)).toBeUndefined();
     mkdirSync(join(dir, 'schema', 'postgresql', 'v12', 'temporal', 'versioned'), { recursive: true });
+    expect(findServerTools(env)).toBeUndefined();
+    mkdirSync(join(dir, 'schema', 'sqlite', 'v3', 'visibility'), { recursive: true });
+    writeFileSync(join(dir, 'schema', 'sqlite', 'v3', 'visibility', 'schema.sql'), '');
     expect(findServerTools(env)).toMatchObject({ server: join(dir, 'temporal-server'), postgresSchemaDir: join(dir, 'schema', 'postgresql', 'v12') });
   });
 
   it('says what is missing when TEMPORAL_SERVER_TOOLS_DIR is incomplete, instead of building', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'server-tools-'));
-    await expect(ensureServerTools(() => undefined, { TEMPORAL_SERVER_TOOLS_DIR: dir, PATH: '' })).rejects.toThrow(/must hold temporal-server, temporal-sql-tool, temporal-ui-server and schema\/postgresql\/v12/);
+    await expect(ensureServerTools(() => undefined, { TEMPORAL_SERVER_TOOLS_DIR: dir, PATH: '' })).rejects.toThrow(/must hold temporal-server, temporal-sql-tool, temporal-ui-server, schema\/postgresql\/v12 and schema\/sqlite\/v3/);
   });
 });
 
