@@ -3,7 +3,7 @@ import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { temporal as proto } from '@temporalio/proto';
-import { tsToMs } from '@temporalio/common/lib/time';
+import { tsToMs } from '@temporalio/common';
 import { gateTaskQueue } from '../contract/task-queues';
 import { deliveryWorkflowId } from '../contract/workflow-ids';
 import { keyFingerprint } from '../simulator/auth';

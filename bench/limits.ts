@@ -19,7 +19,7 @@ import { backlogCounter, leastCreationTimes, leastDrainMs, round, windowUse } fr
 import { benchSettings, cpuMeter, median, pool, prefixed, progressLog, sleep, ticking, type BenchmarkOutput } from './measure';
 import { setCurrentVersion, waitForVersion } from '../temporal/worker-deployment';
 import { temporal as proto } from '@temporalio/proto';
-import { tsToMs } from '@temporalio/common/lib/time';
+import { tsToMs } from '@temporalio/common';
 import { ensureJaeger, startJaeger } from '../scripts/jaeger';
 import { workflowBundleFile } from '../scripts/processes';
 import { freePort } from '../scripts/temporal-dev-server';
