@@ -15,6 +15,8 @@ const TracingEnvSchema = z.object({
   /** OTLP/HTTP traces URL, used as is; wins over OTEL_EXPORTER_OTLP_ENDPOINT. */
   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: url.optional(),
   OTEL_SERVICE_NAME: z.string().min(1).max(200).optional(),
+  /** Read by OpenTelemetry's env detector; checked here because it would drop a malformed list with a warning. */
+  OTEL_RESOURCE_ATTRIBUTES: z.string().regex(/^\s*[^=,\s]+\s*=[^,]*(,\s*[^=,\s]+\s*=[^,]*)*$/, 'must be key=value pairs separated by commas').optional(),
   /** `none` turns tracing off whatever the endpoint (OpenTelemetry's standard switch). */
   OTEL_TRACES_EXPORTER: z.enum(['otlp', 'none']).optional(),
   /**

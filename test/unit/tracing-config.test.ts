@@ -25,6 +25,8 @@ describe('tracingConfigFromEnv', () => {
     expect(() => tracingConfigFromEnv('delivery-worker', { ...on, OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '10%' })).toThrow(/OTEL_TRACES_SAMPLER_ARG: must be a number from 0 to 1/);
     expect(() => tracingConfigFromEnv('delivery-worker', { ...on, OTEL_TRACES_SAMPLER_ARG: '1.5' })).toThrow(/OTEL_TRACES_SAMPLER_ARG: must be a number from 0 to 1/);
     expect(tracingConfigFromEnv('delivery-worker', { ...on, OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.1' })).toBeDefined();
+    expect(() => tracingConfigFromEnv('delivery-worker', { ...on, OTEL_RESOURCE_ATTRIBUTES: 'prod' })).toThrow(/OTEL_RESOURCE_ATTRIBUTES: must be key=value pairs/);
+    expect(tracingConfigFromEnv('delivery-worker', { ...on, OTEL_RESOURCE_ATTRIBUTES: 'deployment.environment=prod,team=ops' })).toBeDefined();
   });
 });
 
