@@ -8,12 +8,15 @@
  *   CLI's cancel) is handled in the run's own trace, linked to the sender's: the SDK's would make
  *   it a child of the sender's trace, so one delivery would be many traces, each sampled on its own;
  * - the pacing gate (one run serves many deliveries) makes no span of its own: what it schedules
- *   for a delivery (its quote, its creation) runs in that delivery's trace (workflows/trace-context.ts),
- *   anything else untraced, where the SDK's would root a trace per command, sampled or not by a
- *   sandbox that cannot read OTEL_TRACES_SAMPLER.
+ *   for a delivery (its quote, its creation) carries that delivery's trace (workflows/trace-context.ts),
+ *   anything else none, where the SDK's would root a trace per command, sampled or not by a
+ *   sandbox that cannot read OTEL_TRACES_SAMPLER. And its commands are an untraced gate's: the
+ *   SDK's outbound interceptor adds a step before each command in a run whose history was recorded
+ *   without it (its SdkFlags), and the gate, which upgrades in place, must replay what workers
+ *   with tracing off recorded (test/temporal/replay.test.ts replays the baseline both ways; the
+ *   SDK's own replay the deliveries' histories as they are).
  */
 import { context, propagation, ROOT_CONTEXT, trace, TraceFlags, type Context, type SpanContext } from '@opentelemetry/api';
-import { suppressTracing } from '@opentelemetry/core';
 import { OpenTelemetryInboundInterceptor, OpenTelemetryInternalsInterceptor, OpenTelemetryOutboundInterceptor } from '@temporalio/interceptors-opentelemetry';
 import { defaultPayloadConverter, workflowInfo, type Headers, type Next, type SignalInput, type UpdateInput, type WorkflowExecuteInput, type WorkflowInboundCallsInterceptor, type WorkflowInterceptors, type WorkflowOutboundCallsInterceptor } from '@temporalio/workflow';
 import { pacingGate } from './gate';
@@ -89,23 +92,26 @@ class LinkToSender implements WorkflowInboundCallsInterceptor {
   }
 }
 
-/** Runs `fn` untraced unless a delivery's trace is active (the gate's own bookkeeping: its answers, its settings, its continue-as-new). */
-function inDeliveryTraceOnly<T>(fn: () => T): T {
-  return trace.getSpanContext(context.active()) ? fn() : context.with(suppressTracing(context.active()), fn);
+/**
+ * The gate's commands: the active delivery's trace (its GateWait) put into the header of what it
+ * schedules, none outside one, no span, no step of its own. The SDK's outbound interceptor is made
+ * for its tracer (the sandbox's, which GateWait spans need) and trace ids on the gate's log lines.
+ */
+class GateCommands implements WorkflowOutboundCallsInterceptor {
+  private readonly sdk = new OpenTelemetryOutboundInterceptor();
+
+  scheduleActivity: WorkflowOutboundCallsInterceptor['scheduleActivity'] = (input, next) => next(inDeliveryTrace(input));
+  scheduleLocalActivity: WorkflowOutboundCallsInterceptor['scheduleLocalActivity'] = (input, next) => next(inDeliveryTrace(input));
+  getLogAttributes: WorkflowOutboundCallsInterceptor['getLogAttributes'] = (input, next) => this.sdk.getLogAttributes(input, next);
 }
 
-/** Before the SDK's outbound interceptor, in the gate. */
-class GateCommands implements WorkflowOutboundCallsInterceptor {
-  scheduleActivity: WorkflowOutboundCallsInterceptor['scheduleActivity'] = (input, next) => inDeliveryTraceOnly(() => next(input));
-  scheduleLocalActivity: WorkflowOutboundCallsInterceptor['scheduleLocalActivity'] = (input, next) => inDeliveryTraceOnly(() => next(input));
-  signalWorkflow: WorkflowOutboundCallsInterceptor['signalWorkflow'] = (input, next) => inDeliveryTraceOnly(() => next(input));
-  startChildWorkflowExecution: WorkflowOutboundCallsInterceptor['startChildWorkflowExecution'] = (input, next) => inDeliveryTraceOnly(() => next(input));
-  continueAsNew: WorkflowOutboundCallsInterceptor['continueAsNew'] = (input, next) => inDeliveryTraceOnly(() => next(input));
+function inDeliveryTrace<I extends { headers: Headers }>(input: I): I {
+  return trace.getSpanContext(context.active()) ? { ...input, headers: withContext(input.headers, context.active()) } : input;
 }
 
 export const interceptors = (): WorkflowInterceptors => {
   const internals = [new OpenTelemetryInternalsInterceptor()];
-  if (workflowInfo().workflowType === pacingGate.name) return { outbound: [new GateCommands(), new OpenTelemetryOutboundInterceptor()], internals };
+  if (workflowInfo().workflowType === pacingGate.name) return { outbound: [new GateCommands()], internals };
   const run = new RunTrace();
   return { inbound: [new IntoRunTrace(run), new OpenTelemetryInboundInterceptor(), new LinkToSender(run)], outbound: [new OpenTelemetryOutboundInterceptor()], internals };
 };
