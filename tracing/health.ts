@@ -1,8 +1,8 @@
 /**
  * Whether a process's spans reach the tracing backend: spans exported, failed (the backend refused
  * them or could not be reached) and dropped (the batch queue was full), counted through the span
- * processor's and the exporter's own interfaces for the process's metrics (metrics/trace-spans.ts), and OpenTelemetry's own warnings and errors written as log
- * lines, each kind at most once a minute. Without this, a backend gone away loses every trace
+ * processor's and the exporter's own interfaces for the process's metrics (metrics/trace-spans.ts),
+ * and OpenTelemetry's own warnings and errors written as log lines, each kind at most once a minute. Without this, a backend gone away loses every trace
  * silently: OpenTelemetry's SDK reports through `diag`, which writes nothing until given a logger.
  */
 import { diag, DiagLogLevel, TraceFlags, type Context, type DiagLogger } from '@opentelemetry/api';
