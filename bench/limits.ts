@@ -1,5 +1,7 @@
 /** npm run bench -- limits: docs/benchmarks.md, "Pacing at the provider's limits" (phases, `switch`, `observe`). */
 import { execFile } from 'node:child_process';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { promisify } from 'node:util';
 import { Client } from '@temporalio/client';
 import { DeliveryClient } from '../client/delivery-client';
@@ -34,7 +36,7 @@ export const SCALE = num('SCALE', 10);
 const [ORDERS, POISON_ORDERS] = [num('ORDERS', 300), num('POISON_ORDERS', 200)];
 const [OBSERVE_ROUNDS, OBSERVE_WARMUP] = [num('OBSERVE_ROUNDS', 3), num('OBSERVE_WARMUP', 0)]; // warm-up: orders an observe fleet runs before its CPU is measured
 const OBSERVE_PARTS = (process.env.LIMITS_BENCH_OBSERVE_PARTS ?? 'metrics,traces').split(','); // what `on` turns on
-const OBSERVE_JAEGER = process.env.LIMITS_BENCH_JAEGER === 'idle' ? 'idle' : 'normal'; // its scheduling priority: docs/benchmarks.md
+const OBSERVE_JAEGER = (['idle', 'none'] as const).find((v) => v === process.env.LIMITS_BENCH_JAEGER) ?? 'normal'; // its scheduling priority, or `none`: a bare OTLP receiver (docs/benchmarks.md)
 /** Sampling ratios to measure side by side with tracing off, e.g. `1,0.1,0` (unset: one fleet with OBSERVE_PARTS on, one with nothing). */
 const OBSERVE_SAMPLING = process.env.LIMITS_BENCH_OBSERVE_SAMPLING?.split(',').map((r) => {
   const ratio = Number(r);
@@ -214,9 +216,38 @@ function sampledClient(ctx: Context, otlpUrl: string, ratio: number): { temporal
   return { temporal, provider };
 }
 
+/**
+ * A bare OTLP/HTTP receiver on 127.0.0.1 in place of Jaeger (LIMITS_BENCH_JAEGER=none): it takes
+ * each export (200, an empty ExportTraceServiceResponse) and says which services sent spans, read
+ * from the resource's `service.name` (the protobuf's string bytes: no decoding needed to find a name).
+ */
+async function otlpReceiver(): Promise<{ otlpUrl: string; services(): string[]; stop(): Promise<void> }> {
+  const services = new Set<string>();
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c)).on('end', () => {
+      const body = Buffer.concat(chunks).toString('latin1');
+      for (const name of ['delivery-worker', 'bench-order-system']) if (body.includes(name)) services.add(name);
+      res.writeHead(200, { 'content-type': 'application/x-protobuf' }).end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { otlpUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, services: () => [...services], stop: () => new Promise((resolve) => server.close(() => resolve())) };
+}
+
+/** The spans' receiver: Jaeger (its query API lists the services it has spans of), or the bare one. */
+async function traceReceiver(): Promise<{ otlpUrl: string; services(): Promise<string[]>; stop(): Promise<void> }> {
+  if (OBSERVE_JAEGER === 'none') {
+    const r = await otlpReceiver();
+    return { ...r, services: async () => r.services() };
+  }
+  const jaeger = await startJaeger(await ensureJaeger(progress), { idle: OBSERVE_JAEGER === 'idle' });
+  return { otlpUrl: jaeger.otlpUrl, stop: () => jaeger.stop(), services: async () => ((await (await fetch(`${jaeger.queryUrl}/api/services`)).json()) as { data: string[] | null }).data ?? [] };
+}
+
 /** What metrics and traces cost (issue #37): docs/benchmarks.md, "What metrics and traces cost". */
 async function observePhase(ctx: Context): Promise<Record<string, number | string>> {
-  const jaeger = await startJaeger(await ensureJaeger(progress), { idle: OBSERVE_JAEGER === 'idle' });
+  const jaeger = await traceReceiver();
   const ports = await Promise.all(Array.from({ length: 2 * workerCount() }, () => freePort())); // the runtime's exporter, the worker's own
   const traced = { OTEL_EXPORTER_OTLP_ENDPOINT: jaeger.otlpUrl, WORKER_WORKFLOW_BUNDLE: await workflowBundleFile({ OTEL_EXPORTER_OTLP_ENDPOINT: jaeger.otlpUrl }) };
   let lost = 0; // most spans a traced worker had counted failed or dropped at a scrape (trace_spans_total): its cost would be understated
@@ -237,7 +268,7 @@ async function observePhase(ctx: Context): Promise<Record<string, number | strin
       round.forEach((f, i) => perDelivery[order[i]!.name]!.push((1000 * f.workerCpuS!) / f.created));
       progress(`observe: round ${r}: worker CPU ms per delivery ${settings.map((s) => `${perDelivery[s.name]!.at(-1)!.toFixed(2)} ${s.name}`).join(', ')}`);
     }
-    const services = ((await (await fetch(`${jaeger.queryUrl}/api/services`)).json()) as { data: string[] | null }).data ?? [];
+    const services = await jaeger.services();
     const traces = OBSERVE_SAMPLING ? OBSERVE_SAMPLING.some((r) => r > 0) : OBSERVE_PARTS.includes('traces');
     if (traces && (!services.includes('delivery-worker') || lost)) throw new Error(`observe: the traced workers' spans did not all reach Jaeger (services: ${services.join(', ')}; failed or dropped, at least: ${lost})`);
     const runs = (xs: number[]) => xs.map((x) => x.toFixed(1)).join(' ');
