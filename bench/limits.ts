@@ -248,16 +248,20 @@ async function traceReceiver(): Promise<{ otlpUrl: string; services(): Promise<s
 /** What metrics and traces cost (issue #37): docs/benchmarks.md, "What metrics and traces cost". */
 async function observePhase(ctx: Context): Promise<Record<string, number | string>> {
   const jaeger = await traceReceiver();
-  const ports = await Promise.all(Array.from({ length: 2 * workerCount() }, () => freePort())); // the runtime's exporter, the worker's own
+  const fleets = OBSERVE_SAMPLING ? OBSERVE_SAMPLING.length + 1 : 1; // the fleets with metrics on
+  const ports = await Promise.all(Array.from({ length: 2 * workerCount() * fleets }, () => freePort())); // each worker's: the runtime's exporter, its own
   const traced = { OTEL_EXPORTER_OTLP_ENDPOINT: jaeger.otlpUrl, WORKER_WORKFLOW_BUNDLE: await workflowBundleFile({ OTEL_EXPORTER_OTLP_ENDPOINT: jaeger.otlpUrl }) };
   let lost = 0; // most spans a traced worker had counted failed or dropped at a scrape (trace_spans_total): its cost would be understated
   const scrape = setInterval(() => ports.forEach((p) => void fetch(`http://127.0.0.1:${p}/metrics`).then((r) => r.text(), () => '').then((t) => (lost = Math.max(lost, [...t.matchAll(/^trace_spans_total\{outcome="(?:failed|dropped)"\} (\d+)$/gm)].reduce((n, m) => n + Number(m[1]), 0))))), 15_000);
-  const metricsEnv = (i: number): Record<string, string> => (OBSERVE_PARTS.includes('metrics') ? { WORKER_METRICS_ADDRESS: `127.0.0.1:${ports[2 * i]}`, WORKER_DELIVERY_METRICS_ADDRESS: `127.0.0.1:${ports[2 * i + 1]}` } : {});
-  const onEnv = (i: number) => ({ ...(OBSERVE_PARTS.includes('traces') && traced), ...metricsEnv(i) });
+  const metricsEnv = (fleet: number) => (i: number): Record<string, string> => {
+    const at = 2 * (fleet * workerCount() + i);
+    return OBSERVE_PARTS.includes('metrics') ? { WORKER_METRICS_ADDRESS: `127.0.0.1:${ports[at]}`, WORKER_DELIVERY_METRICS_ADDRESS: `127.0.0.1:${ports[at + 1]}` } : {};
+  };
+  const onEnv = (i: number) => ({ ...(OBSERVE_PARTS.includes('traces') && traced), ...metricsEnv(0)(i) });
   // Sampled: every fleet with OBSERVE_PARTS' metrics, tracing off in `off`, on at each ratio in the others (the workers' own roots sampled alike).
   const clients = (OBSERVE_SAMPLING ?? []).map((ratio) => ({ ratio, ...sampledClient(ctx, jaeger.otlpUrl, ratio) }));
   const settings: ObserveSetting[] = OBSERVE_SAMPLING
-    ? [{ name: 'off', env: metricsEnv }, ...clients.map(({ ratio, temporal }) => ({ name: `sampled-${ratio}`, temporal, env: (i: number) => ({ ...traced, ...metricsEnv(i), OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: String(ratio) }) }))]
+    ? [{ name: 'off', env: metricsEnv(0) }, ...clients.map(({ ratio, temporal }, f) => ({ name: `sampled-${ratio}`, temporal, env: (i: number) => ({ ...traced, ...metricsEnv(f + 1)(i), OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: String(ratio) }) }))]
     : [{ name: 'off' }, { name: 'on', env: onEnv }];
   const perDelivery: Record<string, number[]> = Object.fromEntries(settings.map((s) => [s.name, []]));
   try {
