@@ -261,7 +261,7 @@ async function observePhase(ctx: Context): Promise<Record<string, number | strin
   // Sampled: every fleet with OBSERVE_PARTS' metrics, tracing off in `off`, on at each ratio in the others (the workers' own roots sampled alike).
   const clients = (OBSERVE_SAMPLING ?? []).map((ratio) => ({ ratio, ...sampledClient(ctx, jaeger.otlpUrl, ratio) }));
   const settings: ObserveSetting[] = OBSERVE_SAMPLING
-    ? [{ name: 'off', env: metricsEnv(0) }, ...clients.map(({ ratio, temporal }, f) => ({ name: `sampled-${ratio}`, temporal, env: (i: number) => ({ ...traced, ...metricsEnv(f + 1)(i), OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: String(ratio) }) }))]
+    ? [{ name: 'off', env: metricsEnv(0) }, ...clients.map(({ ratio, temporal }, f) => ({ name: `sampled-${Math.round(ratio * 100)}pct`, temporal, env: (i: number) => ({ ...traced, ...metricsEnv(f + 1)(i), OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: String(ratio) }) }))]
     : [{ name: 'off' }, { name: 'on', env: onEnv }];
   const perDelivery: Record<string, number[]> = Object.fromEntries(settings.map((s) => [s.name, []]));
   try {
