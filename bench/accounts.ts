@@ -2,7 +2,7 @@
 import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { tsToMs } from '@temporalio/common/lib/time';
+import { tsToMs } from '@temporalio/common';
 import { deliveryWorkflowId } from '../contract/workflow-ids';
 import { keyFingerprint } from '../simulator/auth';
 import type { Simulator } from '../simulator/server';

@@ -1,7 +1,9 @@
 /** npm run bench -- limits: docs/benchmarks.md, "Pacing at the provider's limits" (phases, `switch`, `observe`). */
 import { execFile } from 'node:child_process';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { promisify } from 'node:util';
-import type { Client } from '@temporalio/client';
+import { Client } from '@temporalio/client';
 import { DeliveryClient } from '../client/delivery-client';
 import { ProviderClient } from '../provider/client';
 import { RateLimitedError, ProviderUnavailableError } from '../provider/errors';
@@ -19,7 +21,12 @@ import { backlogCounter, leastCreationTimes, leastDrainMs, round, windowUse } fr
 import { benchSettings, cpuMeter, median, pool, prefixed, progressLog, sleep, ticking, type BenchmarkOutput } from './measure';
 import { setCurrentVersion, waitForVersion } from '../temporal/worker-deployment';
 import { temporal as proto } from '@temporalio/proto';
-import { tsToMs } from '@temporalio/common/lib/time';
+import { tsToMs } from '@temporalio/common';
+import { propagation } from '@opentelemetry/api';
+import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
+import { Resource } from '@opentelemetry/resources';
+import { BatchSpanProcessor, NodeTracerProvider, ParentBasedSampler, TraceIdRatioBasedSampler } from '@opentelemetry/sdk-trace-node';
+import { OpenTelemetryWorkflowClientInterceptor } from '@temporalio/interceptors-opentelemetry';
 import { ensureJaeger, startJaeger } from '../scripts/jaeger';
 import { workflowBundleFile } from '../scripts/processes';
 import { freePort } from '../scripts/temporal-dev-server';
@@ -29,7 +36,13 @@ export const SCALE = num('SCALE', 10);
 const [ORDERS, POISON_ORDERS] = [num('ORDERS', 300), num('POISON_ORDERS', 200)];
 const [OBSERVE_ROUNDS, OBSERVE_WARMUP] = [num('OBSERVE_ROUNDS', 3), num('OBSERVE_WARMUP', 0)]; // warm-up: orders an observe fleet runs before its CPU is measured
 const OBSERVE_PARTS = (process.env.LIMITS_BENCH_OBSERVE_PARTS ?? 'metrics,traces').split(','); // what `on` turns on
-const OBSERVE_JAEGER = process.env.LIMITS_BENCH_JAEGER === 'idle' ? 'idle' : 'normal'; // its scheduling priority: docs/benchmarks.md
+const OBSERVE_JAEGER = (['idle', 'none'] as const).find((v) => v === process.env.LIMITS_BENCH_JAEGER) ?? 'normal'; // its scheduling priority, or `none`: a bare OTLP receiver (docs/benchmarks.md)
+/** Sampling ratios to measure side by side with tracing off, e.g. `1,0.1,0` (unset: one fleet with OBSERVE_PARTS on, one with nothing). */
+const OBSERVE_SAMPLING = process.env.LIMITS_BENCH_OBSERVE_SAMPLING?.split(',').map((r) => {
+  const ratio = Number(r);
+  if (r.trim() === '' || !(ratio >= 0 && ratio <= 1)) throw new Error(`LIMITS_BENCH_OBSERVE_SAMPLING: ${r} is not a ratio from 0 to 1`);
+  return ratio;
+});
 const TIME_LIMIT_MS = num('TIME_LIMIT_MIN', 40) * 60_000;
 const PHASES = (process.env.LIMITS_BENCH_PHASES ?? 'gate,task-queue,naive,poison').split(',');
 /** Read when the run starts: bench/main.ts sets BENCH_TEMPORAL for `--cluster`. */
@@ -179,29 +192,106 @@ async function backlogPhase(ctx: Context, phase: 'gate' | 'task-queue' | 'poison
   }
 }
 
+/**
+ * A fleet setting of the observe phase: its workers' environment and, for a sampled one, the
+ * order system's client that starts its deliveries, where each delivery's trace starts and is
+ * sampled (parent-based ratio, as an operator sets OTEL_TRACES_SAMPLER on the order systems').
+ */
+interface ObserveSetting {
+  name: string;
+  env?: (i: number) => Record<string, string>;
+  temporal?: Client;
+}
+
+/** An order system's client tracing at `ratio` into Jaeger (its own tracer: the bench's process serves every setting at once). */
+function sampledClient(ctx: Context, otlpUrl: string, ratio: number): { temporal: Client; provider: NodeTracerProvider } {
+  const provider = new NodeTracerProvider({
+    resource: new Resource({ 'service.name': 'bench-order-system' }),
+    sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(ratio) }),
+    spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter({ url: `${otlpUrl}/v1/traces` }))],
+  });
+  if (!propagation.fields().includes('traceparent')) provider.register(); // the process's context manager and W3C propagator, once
+  const tracer = provider.getTracer('bench-order-system');
+  const temporal = new Client({ connection: ctx.temporal.connection, namespace: ctx.temporal.options.namespace, interceptors: { workflow: [new OpenTelemetryWorkflowClientInterceptor({ tracer })] } });
+  return { temporal, provider };
+}
+
+/**
+ * A bare OTLP/HTTP receiver on 127.0.0.1 in place of Jaeger (LIMITS_BENCH_JAEGER=none): it takes
+ * each export (200, an empty ExportTraceServiceResponse) and says which services sent spans, read
+ * from the resource's `service.name` (the protobuf's string bytes: no decoding needed to find a name).
+ */
+async function otlpReceiver(): Promise<{ otlpUrl: string; services(): string[]; stop(): Promise<void> }> {
+  const services = new Set<string>();
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c)).on('end', () => {
+      const body = Buffer.concat(chunks).toString('latin1');
+      for (const name of ['delivery-worker', 'bench-order-system']) if (body.includes(name)) services.add(name);
+      res.writeHead(200, { 'content-type': 'application/x-protobuf' }).end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { otlpUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, services: () => [...services], stop: () => new Promise((resolve) => server.close(() => resolve())) };
+}
+
+/** The spans' receiver: Jaeger (its query API lists the services it has spans of), or the bare one. */
+async function traceReceiver(): Promise<{ otlpUrl: string; services(): Promise<string[]>; stop(): Promise<void> }> {
+  if (OBSERVE_JAEGER === 'none') {
+    const r = await otlpReceiver();
+    return { ...r, services: async () => r.services() };
+  }
+  const jaeger = await startJaeger(await ensureJaeger(progress), { idle: OBSERVE_JAEGER === 'idle' });
+  return { otlpUrl: jaeger.otlpUrl, stop: () => jaeger.stop(), services: async () => ((await (await fetch(`${jaeger.queryUrl}/api/services`)).json()) as { data: string[] | null }).data ?? [] };
+}
+
 /** What metrics and traces cost (issue #37): docs/benchmarks.md, "What metrics and traces cost". */
 async function observePhase(ctx: Context): Promise<Record<string, number | string>> {
-  const jaeger = await startJaeger(await ensureJaeger(progress), { idle: OBSERVE_JAEGER === 'idle' });
-  const ports = await Promise.all(Array.from({ length: 2 * workerCount() }, () => freePort())); // the runtime's exporter, the worker's own
+  const jaeger = await traceReceiver();
+  const fleets = OBSERVE_SAMPLING ? OBSERVE_SAMPLING.length + 1 : 1; // the fleets with metrics on
+  const ports = await Promise.all(Array.from({ length: 2 * workerCount() * fleets }, () => freePort())); // each worker's: the runtime's exporter, its own
   const traced = { OTEL_EXPORTER_OTLP_ENDPOINT: jaeger.otlpUrl, WORKER_WORKFLOW_BUNDLE: await workflowBundleFile({ OTEL_EXPORTER_OTLP_ENDPOINT: jaeger.otlpUrl }) };
   let lost = 0; // most spans a traced worker had counted failed or dropped at a scrape (trace_spans_total): its cost would be understated
   const scrape = setInterval(() => ports.forEach((p) => void fetch(`http://127.0.0.1:${p}/metrics`).then((r) => r.text(), () => '').then((t) => (lost = Math.max(lost, [...t.matchAll(/^trace_spans_total\{outcome="(?:failed|dropped)"\} (\d+)$/gm)].reduce((n, m) => n + Number(m[1]), 0))))), 15_000);
-  const perDelivery: Record<'off' | 'on', number[]> = { off: [], on: [] };
+  const metricsEnv = (fleet: number) => (i: number): Record<string, string> => {
+    const at = 2 * (fleet * workerCount() + i);
+    return OBSERVE_PARTS.includes('metrics') ? { WORKER_METRICS_ADDRESS: `127.0.0.1:${ports[at]}`, WORKER_DELIVERY_METRICS_ADDRESS: `127.0.0.1:${ports[at + 1]}` } : {};
+  };
+  const onEnv = (i: number) => ({ ...(OBSERVE_PARTS.includes('traces') && traced), ...metricsEnv(0)(i) });
+  // Sampled: every fleet with OBSERVE_PARTS' metrics, tracing off in `off`, on at each ratio in the others (the workers' own roots sampled alike).
+  const clients = (OBSERVE_SAMPLING ?? []).map((ratio) => ({ ratio, ...sampledClient(ctx, jaeger.otlpUrl, ratio) }));
+  const settings: ObserveSetting[] = OBSERVE_SAMPLING
+    ? [{ name: 'off', env: metricsEnv(0) }, ...clients.map(({ ratio, temporal }, f) => ({ name: `sampled-${Math.round(ratio * 100)}pct`, temporal, env: (i: number) => ({ ...traced, ...metricsEnv(f + 1)(i), OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: String(ratio) }) }))]
+    : [{ name: 'off' }, { name: 'on', env: onEnv }];
+  const perDelivery: Record<string, number[]> = Object.fromEntries(settings.map((s) => [s.name, []]));
   try {
-    const onEnv = (i: number) => ({ ...(OBSERVE_PARTS.includes('traces') && traced), ...(OBSERVE_PARTS.includes('metrics') && { WORKER_METRICS_ADDRESS: `127.0.0.1:${ports[2 * i]}`, WORKER_DELIVERY_METRICS_ADDRESS: `127.0.0.1:${ports[2 * i + 1]}` }) });
     for (let r = 1; r <= OBSERVE_ROUNDS; r++) {
-      const modes = r % 2 ? (['off', 'on'] as const) : (['on', 'off'] as const); // both fleets at once, each its own orders, key and queue (a pair shares the machine's moment); which starts first alternates
-      const pair = await Promise.all(modes.map((mode) => backlogPhase(ctx, 'observe', { round: `-${mode}${r}`, env: mode === 'on' ? onEnv : undefined })));
-      pair.forEach((f, i) => perDelivery[modes[i]!].push((1000 * f.workerCpuS!) / f.created));
-      progress(`observe: round ${r}: worker CPU ms per delivery ${perDelivery.off.at(-1)!.toFixed(2)} off, ${perDelivery.on.at(-1)!.toFixed(2)} on`);
+      // Every fleet at once, each its own orders, key and queue (a round's fleets share the machine's moment); which starts first turns round by round.
+      const order = settings.map((_, i) => settings[(i + r - 1) % settings.length]!);
+      const round = await Promise.all(order.map((s) => backlogPhase(s.temporal ? { ...ctx, temporal: s.temporal } : ctx, 'observe', { round: `-${s.name}${r}`, env: s.env })));
+      round.forEach((f, i) => perDelivery[order[i]!.name]!.push((1000 * f.workerCpuS!) / f.created));
+      progress(`observe: round ${r}: worker CPU ms per delivery ${settings.map((s) => `${perDelivery[s.name]!.at(-1)!.toFixed(2)} ${s.name}`).join(', ')}`);
     }
-    const services = ((await (await fetch(`${jaeger.queryUrl}/api/services`)).json()) as { data: string[] | null }).data ?? [];
-    if (OBSERVE_PARTS.includes('traces') && (!services.includes('delivery-worker') || lost)) throw new Error(`observe: the traced workers' spans did not all reach Jaeger (services: ${services.join(', ')}; failed or dropped, at least: ${lost})`);
+    const services = await jaeger.services();
+    const traces = OBSERVE_SAMPLING ? OBSERVE_SAMPLING.some((r) => r > 0) : OBSERVE_PARTS.includes('traces');
+    if (traces && (!services.includes('delivery-worker') || lost)) throw new Error(`observe: the traced workers' spans did not all reach Jaeger (services: ${services.join(', ')}; failed or dropped, at least: ${lost})`);
     const runs = (xs: number[]) => xs.map((x) => x.toFixed(1)).join(' ');
-    const pairs = perDelivery.on.map((x, i) => 100 * (x / perDelivery.off[i]! - 1));
-    return { observe_on: OBSERVE_PARTS.join('+'), observe_rounds: OBSERVE_ROUNDS, observe_jaeger: OBSERVE_JAEGER, observe_cpu_ms_per_delivery_off: round(median(perDelivery.off), 2), observe_cpu_ms_per_delivery_on: round(median(perDelivery.on), 2), observe_overhead_pct: round(median(pairs), 1), observe_overhead_pct_of_medians: round(100 * (median(perDelivery.on) / median(perDelivery.off) - 1), 1), observe_runs_off: runs(perDelivery.off), observe_runs_on: runs(perDelivery.on) };
+    const off = perDelivery.off!;
+    const figures: Record<string, number | string> = { observe_on: OBSERVE_SAMPLING ? `sampling ${OBSERVE_SAMPLING.join(',')}; ${OBSERVE_PARTS.join('+')}` : OBSERVE_PARTS.join('+'), observe_rounds: OBSERVE_ROUNDS, observe_jaeger: OBSERVE_JAEGER, observe_cpu_ms_per_delivery_off: round(median(off), 2), observe_runs_off: runs(off) };
+    for (const { name } of settings.slice(1)) {
+      const xs = perDelivery[name]!;
+      const key = OBSERVE_SAMPLING ? `_${name}` : ''; // the two-fleet run's keys as before
+      Object.assign(figures, {
+        [`observe_cpu_ms_per_delivery_${OBSERVE_SAMPLING ? name : 'on'}`]: round(median(xs), 2),
+        [`observe_overhead_pct${key}`]: round(median(xs.map((x, i) => 100 * (x / off[i]! - 1))), 1),
+        [`observe_overhead_pct_of_medians${key}`]: round(100 * (median(xs) / median(off) - 1), 1),
+        [`observe_runs_${OBSERVE_SAMPLING ? name : 'on'}`]: runs(xs),
+      });
+    }
+    return figures;
   } finally {
     clearInterval(scrape);
+    await Promise.all(clients.map((c) => c.provider.shutdown()));
     await jaeger.stop();
   }
 }

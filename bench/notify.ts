@@ -1,7 +1,7 @@
 /** npm run bench -- notify (docs/notifications.md): docs/benchmarks.md, "Notifications"; the method: docs/benchmark-methods.md. */
 import { setMaxListeners } from 'node:events';
 import type { Client } from '@temporalio/client';
-import { tsToMs } from '@temporalio/common/lib/time';
+import { tsToMs } from '@temporalio/common';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import type { DeliveryNotification } from '../contract/delivery-types';
 import { freePort } from '../scripts/temporal-dev-server';

@@ -101,7 +101,8 @@ export async function benchStack(progress: (line: string) => void, timeLimitMs: 
   const env = (apiUrl: string, apiKey = 'sandbox-key') => ({ TEMPORAL_ADDRESS: server.address, TEMPORAL_NAMESPACE: server.namespace, DELIVERY_API_URL: apiUrl, DELIVERY_API_KEY: apiKey, WORKER_BUILD_ID: buildId });
   /** A worker or a bridge as a process, its log in a file (a bridge logs a line per webhook); `inherit`: it reads this process's WORKER_* too. */
   const startProcess = async (kind: 'worker' | 'bridge', apiUrl: string, extra: NodeJS.ProcessEnv, o: { name?: string; inherit?: boolean } = {}) => {
-    const p = await processes.start({ name: o.name ?? kind, ...ENTRY[kind], isolated: !o.inherit, logFile: true, env: { ...env(apiUrl), ...extra } });
+    // Up to 3 min to be ready: several workers start at once on 2 cores shared with other work.
+    const p = await processes.start({ name: o.name ?? kind, ...ENTRY[kind], startTimeoutMs: 180_000, isolated: !o.inherit, logFile: true, env: { ...env(apiUrl), ...extra } });
     cleanup.add(() => p.removeLog());
     return p;
   };

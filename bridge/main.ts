@@ -23,7 +23,7 @@ import { countTraceSpans } from '../metrics/trace-spans';
 async function main(): Promise<void> {
   const config = bridgeConfigFromEnv();
   const log = (entry: Record<string, unknown>) => process.stdout.write(JSON.stringify(entry) + '\n');
-  const tracing = installTracing('delivery-bridge', process.env, (line) => log({ time: new Date().toISOString(), ...line }));
+  const tracing = installTracing('delivery-bridge', (line) => log({ time: new Date().toISOString(), ...line }));
   const temporal = temporalSettingsFromEnv();
   const providerConfig = providerConfigFromEnv();
   let onCapped: (e: { call: string; askedMs: number; cappedMs: number }) => void = () => undefined;

@@ -43,7 +43,6 @@ import {
 } from './schemas';
 import { IDEMPOTENCY_KEY_HEADER, idempotencyKeyHeader } from './idempotency';
 import { fieldIssues } from './validation';
-import { httpClientSpan } from '../tracing/spans';
 
 export interface CallOptions {
   signal?: AbortSignal;
@@ -97,7 +96,6 @@ export class ProviderClient {
   private readonly pool: Dispatcher;
   private readonly basePath: string;
   private readonly origin: string;
-  private readonly server: URL;
   private readonly apiKey: () => string;
   /** The keys this client sent, newest last: scrubbed from every text it throws, even after a rotation. */
   private readonly sentKeys: string[] = [];
@@ -111,7 +109,6 @@ export class ProviderClient {
     this.onCall = options.onCall;
     const url = new URL(options.baseUrl);
     this.origin = url.origin;
-    this.server = url;
     this.basePath = url.pathname.replace(/\/+$/, '');
     const key = options.apiKey;
     this.apiKey = typeof key === 'string' ? () => key : key;
@@ -202,7 +199,7 @@ export class ProviderClient {
     return key;
   }
 
-  /** One call: timed and counted by family and outcome when `onCall` is given, and a span of the caller's trace when tracing is on (its `traceparent` goes to the provider). */
+  /** One call: timed and counted by family and outcome when `onCall` is given (its span, when tracing is on: the undici instrumentation, tracing/install.ts). */
   private async call(
     method: 'GET' | 'POST' | 'PATCH',
     path: string,
@@ -210,12 +207,12 @@ export class ProviderClient {
     family: CallFamily = 'other',
   ): Promise<{ status: number; body: unknown }> {
     const headers: Record<string, string> = { authorization: `Bearer ${this.keyForCall()}`, accept: 'application/json', ...options.headers };
-    const traced = () => httpClientSpan(method, path, this.server, headers, (h) => this.send(method, path, { ...options, headers: h }));
-    if (!this.onCall) return traced();
+    const send = () => this.send(method, path, { ...options, headers });
+    if (!this.onCall) return send();
     const started = performance.now();
     const observe = (status: number | 'timeout' | 'network') => this.onCall?.({ family, status, seconds: (performance.now() - started) / 1000 });
     try {
-      const res = await traced();
+      const res = await send();
       observe(res.status);
       return res;
     } catch (err) {

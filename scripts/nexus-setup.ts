@@ -6,7 +6,7 @@
  */
 import { status } from '@grpc/grpc-js';
 import type { Connection } from '@temporalio/client';
-import { msToTs } from '@temporalio/common/lib/time';
+import { msToTs } from '@temporalio/common';
 import { z } from 'zod';
 import { DEFAULT_TASK_QUEUE } from '../contract/task-queues';
 import { parseEnv } from '../provider/validation';

@@ -15,8 +15,17 @@ const TracingEnvSchema = z.object({
   /** OTLP/HTTP traces URL, used as is; wins over OTEL_EXPORTER_OTLP_ENDPOINT. */
   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: url.optional(),
   OTEL_SERVICE_NAME: z.string().min(1).max(200).optional(),
+  /** Read by OpenTelemetry's env detector; checked here because it would drop a malformed list with a warning. */
+  OTEL_RESOURCE_ATTRIBUTES: z.string().regex(/^\s*[^=,\s]+\s*=[^,]*(,\s*[^=,\s]+\s*=[^,]*)*$/, 'must be key=value pairs separated by commas').optional(),
   /** `none` turns tracing off whatever the endpoint (OpenTelemetry's standard switch). */
   OTEL_TRACES_EXPORTER: z.enum(['otlp', 'none']).optional(),
+  /**
+   * Read by OpenTelemetry's SDK itself; checked here because it would only warn and trace
+   * everything. `parentbased_traceidratio` decides at a trace's root, where a delivery starts (the
+   * order system's client), and every process after follows: a delivery is traced whole or not at all.
+   */
+  OTEL_TRACES_SAMPLER: z.enum(['always_on', 'always_off', 'traceidratio', 'parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio']).optional(),
+  OTEL_TRACES_SAMPLER_ARG: z.coerce.number({ message: 'must be a number from 0 to 1' }).min(0, 'must be a number from 0 to 1').max(1, 'must be a number from 0 to 1').optional(),
 });
 
 export interface TracingConfig {

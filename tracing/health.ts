@@ -1,13 +1,13 @@
 /**
  * Whether a process's spans reach the tracing backend: spans exported, failed (the backend refused
- * them or could not be reached) and dropped (the batch queue was full), counted for the process's
- * metrics (metrics/trace-spans.ts), and OpenTelemetry's own warnings and errors written as log
- * lines, each kind at most once a minute. Without this, a backend gone away loses every trace
+ * them or could not be reached) and dropped (the batch queue was full), counted through the span
+ * processor's and the exporter's own interfaces for the process's metrics (metrics/trace-spans.ts),
+ * and OpenTelemetry's own warnings and errors written as log lines, each kind at most once a minute. Without this, a backend gone away loses every trace
  * silently: OpenTelemetry's SDK reports through `diag`, which writes nothing until given a logger.
  */
-import { diag, DiagLogLevel, type DiagLogger } from '@opentelemetry/api';
+import { diag, DiagLogLevel, TraceFlags, type Context, type DiagLogger } from '@opentelemetry/api';
 import { ExportResultCode, setGlobalErrorHandler, type ExportResult } from '@opentelemetry/core';
-import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace-node';
+import type { ReadableSpan, Span, SpanExporter, SpanProcessor } from '@opentelemetry/sdk-trace-node';
 
 export interface SpanCounts {
   exported: number;
@@ -17,12 +17,16 @@ export interface SpanCounts {
 
 /** The exporter, counting each batch's spans by its result. */
 export class CountingExporter implements SpanExporter {
+  /** Told of each batch handed over, so it knows how full the batch processor's queue is. */
+  onHandedOver: (n: number) => void = () => undefined;
+
   constructor(
     private readonly inner: SpanExporter,
     private readonly counts: SpanCounts,
   ) {}
 
   export(spans: ReadableSpan[], done: (result: ExportResult) => void): void {
+    this.onHandedOver(spans.length);
     this.inner.export(spans, (result) => {
       if (result.code === ExportResultCode.SUCCESS) this.counts.exported += spans.length;
       else this.counts.failed += spans.length;
@@ -39,8 +43,47 @@ export class CountingExporter implements SpanExporter {
   }
 }
 
-/** The batch processor's one report of the spans it dropped since it last could queue one. */
-const DROPPED = /^Dropped (\d+) spans because maxQueueSize reached/;
+/**
+ * The span processor, counting the spans it could not queue: the batch processor's queue holds at
+ * most `maxQueueSize` spans not yet handed to the exporter, and drops the rest without telling
+ * anyone but `diag`. This keeps its own count of them (ended here, not yet given to the exporter,
+ * `CountingExporter.export` subtracts them) and drops a span itself, counted, when the queue is
+ * full, so the batch processor's queue never overflows. Unsampled spans are not queued: not counted.
+ */
+export class CountingProcessor implements SpanProcessor {
+  private queued = 0;
+
+  constructor(
+    private readonly inner: SpanProcessor,
+    private readonly maxQueueSize: number,
+    private readonly counts: SpanCounts,
+  ) {}
+
+  /** Called by the exporter (CountingExporter) when the batch processor hands it `n` spans. */
+  handedOver(n: number): void {
+    this.queued = Math.max(0, this.queued - n);
+  }
+
+  onStart(span: Span, parent: Context): void {
+    this.inner.onStart(span, parent);
+  }
+
+  onEnd(span: ReadableSpan): void {
+    if (!(span.spanContext().traceFlags & TraceFlags.SAMPLED)) return;
+    if (this.queued >= this.maxQueueSize) return void this.counts.dropped++;
+    this.queued++;
+    this.inner.onEnd(span);
+  }
+
+  forceFlush(): Promise<void> {
+    return this.inner.forceFlush();
+  }
+
+  shutdown(): Promise<void> {
+    return this.inner.shutdown();
+  }
+}
+
 const QUIET_MS = 60_000;
 
 export interface TraceLogLine {
@@ -53,16 +96,13 @@ export interface TraceLogLine {
 /**
  * Where OpenTelemetry's diagnostics go: its warnings (`diag`) and the errors it hands its global
  * error handler (a failed export), as log lines of at most 300 characters, a kind (the text with
- * its numbers blanked) written at most once a minute with how many were left out; and its
- * dropped-span reports counted. An error is its name, message and code: not the SDK's own
- * rendering, which adds the stack and the backend's answer.
+ * its numbers blanked) written at most once a minute with how many were left out. An error is its
+ * name, message and code: not the SDK's own rendering, which adds the stack and the backend's answer.
  */
-export function traceDiagnostics(counts: SpanCounts, log: (line: TraceLogLine) => void, now: () => number = Date.now) {
+export function traceDiagnostics(log: (line: TraceLogLine) => void, now: () => number = Date.now) {
   const last = new Map<string, { at: number; left: number }>();
   const write = (level: TraceLogLine['level'], text: string) => {
     text = text.slice(0, 300);
-    const dropped = DROPPED.exec(text);
-    if (dropped) counts.dropped += Number(dropped[1]);
     const kind = `${level} ${text.replace(/\d+/g, 'N').slice(0, 80)}`;
     const seen = last.get(kind);
     if (seen && now() - seen.at < QUIET_MS) return void seen.left++;

@@ -1,20 +1,18 @@
 /**
- * What a traced worker adds to its Worker options: the activity interceptors (a RunActivity span
- * per attempt, child of the scheduling workflow's span, none for bookkeeping; trace_id on activity
- * log lines) and, for workers that run workflows, the sink through which the workflow sandbox hands
- * its spans out (workflows/trace-spans.ts sends them in the shape the SDK's own workflow interceptors send).
+ * What a traced worker adds to its Worker options, all the SDK's own
+ * (@temporalio/interceptors-opentelemetry): the activity interceptors (a RunActivity span per
+ * attempt, child of the scheduling workflow's span; trace_id on activity log lines), the Nexus
+ * operation interceptors, and, for workers that run workflows, the sink through which the workflow
+ * sandbox hands its spans to the process's span processor (workflows/tracing-interceptors.ts makes them).
  */
-import { context, createTraceState } from '@opentelemetry/api';
-import { suppressTracing } from '@opentelemetry/core';
-import type { Resource } from '@opentelemetry/resources';
-import type { ReadableSpan, SpanProcessor } from '@opentelemetry/sdk-trace-node';
-import type { ActivityExecuteInput, ActivityInboundCallsInterceptor, Next } from '@temporalio/worker';
-import { extractContextFromHeaders } from '@temporalio/interceptors-opentelemetry/lib/instrumentation';
-import type { SerializableSpan } from '@temporalio/interceptors-opentelemetry/lib/workflow/definitions';
-import { OpenTelemetryActivityInboundInterceptor, OpenTelemetryActivityOutboundInterceptor } from '@temporalio/interceptors-opentelemetry/lib/worker';
-import type { InjectedSinks, WorkerOptions } from '@temporalio/worker';
-import type { WorkflowInfo } from '@temporalio/workflow';
-import type { GateActivities } from '../activities/gate-activities';
+import {
+  makeWorkflowExporter,
+  OpenTelemetryActivityInboundInterceptor,
+  OpenTelemetryActivityOutboundInterceptor,
+  OpenTelemetryNexusInboundInterceptor,
+  OpenTelemetryNexusOutboundInterceptor,
+} from '@temporalio/interceptors-opentelemetry';
+import type { WorkerOptions } from '@temporalio/worker';
 import type { Tracing } from './install';
 
 /** The workflow interceptor module a traced worker's bundle must include. */
@@ -24,53 +22,18 @@ export function tracedWorkerOptions(tracing: Tracing | undefined, runsWorkflows:
   if (!tracing) return {};
   return {
     interceptors: {
-      activity: [(ctx) => ({ inbound: isBookkeeping(ctx.info) ? new BookkeepingInbound() : new OpenTelemetryActivityInboundInterceptor(ctx), outbound: new OpenTelemetryActivityOutboundInterceptor(ctx) })],
+      activity: [(ctx) => ({ inbound: new OpenTelemetryActivityInboundInterceptor(ctx), outbound: new OpenTelemetryActivityOutboundInterceptor(ctx) })],
+      nexus: [(ctx) => ({ inbound: new OpenTelemetryNexusInboundInterceptor(ctx), outbound: new OpenTelemetryNexusOutboundInterceptor(ctx) })],
     },
-    ...(runsWorkflows && { sinks: workflowSpanSink(tracing.spanProcessor, tracing.resource) }),
-  };
-}
-
-const ANSWERS = 'answerDeliveries' satisfies keyof GateActivities;
-
-/** Local activities (the start's checks, the pacing settings, the ask to the gate) and the gate's answers (an activity unless the gate drains for continue-as-new). */
-export const isBookkeeping = (info: { isLocal: boolean; activityType: string }): boolean => info.isLocal || info.activityType === ANSWERS;
-
-/**
- * The workflows' bookkeeping: no span, neither its own nor its client calls' (tracing suppressed),
- * but run in its header's trace, so its log lines carry the trace id and the ask carries the
- * delivery's traceparent (tracing/spans.ts, activeTraceparent). Local activities were 7 of a delivered
- * order's 22 worker spans, 7 of the 15 up to its creation (docs/benchmarks.md, "What metrics and traces cost").
- */
-export class BookkeepingInbound implements ActivityInboundCallsInterceptor {
-  execute(input: ActivityExecuteInput, next: Next<ActivityInboundCallsInterceptor, 'execute'>): Promise<unknown> {
-    return context.with(suppressTracing(extractContextFromHeaders(input.headers) ?? context.active()), () => next(input));
-  }
-}
-
-/**
- * The workflow spans' sink, as the SDK's `makeWorkflowExporter` but with the run's identity alone as
- * attributes: the SDK's copies the whole WorkflowInfo into every span (search attributes, memo,
- * last result…), which a tracing backend has no use for and which took ~3× the OTLP encoding time.
- */
-export function workflowSpanSink(processor: SpanProcessor, resource: Resource): InjectedSinks<{ exporter: { export(spans: SerializableSpan[]): void } }> {
-  const readable = ({ spanContext: { traceState, ...context }, ...span }: SerializableSpan): ReadableSpan =>
-    ({ ...span, resource, spanContext: () => ({ ...context, traceState: traceState ? createTraceState(traceState) : undefined }) }) as unknown as ReadableSpan;
-  return {
-    exporter: {
-      export: {
-        fn: (info: WorkflowInfo, spans: SerializableSpan[]) => {
-          const run = { workflowId: info.workflowId, runId: info.runId, workflowType: info.workflowType, taskQueue: info.taskQueue, namespace: info.namespace };
-          for (const span of spans) processor.onEnd(readable({ ...span, attributes: { ...span.attributes, ...run } }));
-        },
-      },
-    },
+    ...(runsWorkflows && { sinks: { exporter: makeWorkflowExporter(tracing.spanProcessor, tracing.resource) } }),
   };
 }
 
 /**
  * Whether a bundle's code has the workflow interceptors (a bundle made without tracing has none):
- * their class's declaration, which no other bundled module has (a file name could be in a comment).
+ * a class's declaration of workflows/tracing-interceptors.ts, which no other bundled module has
+ * (a file name could be in a comment).
  */
 export function bundleIsTraced(code: string): boolean {
-  return code.includes('class WorkflowSpansInbound');
+  return code.includes('class IntoRunTrace');
 }

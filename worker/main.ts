@@ -73,7 +73,7 @@ async function main(): Promise<void> {
   installRuntime(env);
   /** A JSON log line of the worker's own, as the SDK's (above). */
   const logLine = (entry: object) => void process.stdout.write(JSON.stringify({ time: new Date().toISOString(), ...entry }) + '\n');
-  const tracing = installTracing('delivery-worker', process.env, logLine);
+  const tracing = installTracing('delivery-worker', logLine);
   const temporal = temporalSettingsFromEnv();
   const provider = providerConfigFromEnv();
   const notify = notifyConfigFromEnv();

@@ -2,15 +2,25 @@
  * A delivery's trace carried through the pacing gate: the delivery's ask carries its W3C
  * `traceparent` (GateRequest.trace, set by the askGate activity), and the gate schedules that
  * order's quote or creation inside it, so those activities and their HTTP calls join the
- * delivery's trace. A `GateWait` span covers the order's time in the gate, from its ask to the
- * call's end. Without tracing in the bundle (workflows/tracing-interceptors.ts) nothing is made;
- * either way `fn`'s promise is returned as is, so no command changes.
+ * delivery's trace, sampled or not as the delivery is. A `GateWait` span covers the order's time in
+ * the gate, from its ask to the call's end. OpenTelemetry's API only: without tracing in the bundle
+ * (workflows/tracing-interceptors.ts registers the SDK's tracer) its calls do nothing. Either way
+ * `fn`'s promise is returned as is, so no command changes.
  */
-import { endWith, parseTraceparent, startSpan, tracingOn, within } from './trace-spans';
+import { propagation, ROOT_CONTEXT, SpanStatusCode, trace } from '@opentelemetry/api';
 
-export async function inTraceOf<T>(traceparent: string | undefined, name: string, startedAt: number, fn: () => Promise<T>): Promise<T> {
-  const parent = traceparent && tracingOn() ? parseTraceparent(traceparent) : undefined;
-  if (!parent) return fn();
-  const span = startSpan(name, parent, { scope: 'delivery-orchestrator', startedAt });
-  return endWith(span, within(span.context, fn));
+export function inTraceOf<T>(traceparent: string | undefined, name: string, startedAt: number, fn: () => Promise<T>): Promise<T> {
+  if (!traceparent) return fn();
+  const parent = propagation.extract(ROOT_CONTEXT, { traceparent });
+  return trace.getTracer('delivery-orchestrator').startActiveSpan(name, { startTime: startedAt }, parent, (span) => {
+    const p = fn();
+    p.then(
+      () => span.end(),
+      (err: unknown) => {
+        span.setStatus({ code: SpanStatusCode.ERROR, message: err instanceof Error ? err.message : String(err) });
+        span.end();
+      },
+    );
+    return p;
+  });
 }

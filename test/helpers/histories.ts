@@ -12,8 +12,6 @@ import { execFileSync } from 'node:child_process';
 import type { WorkflowHandle } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
-import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
-import type { History } from '@temporalio/common/lib/proto-utils';
 import { testServerAddress } from './temporal';
 import { workflowBundle } from './workers';
 
@@ -29,15 +27,18 @@ export async function recordHistories(generation: string, testName: string, hand
   const dir = join(HISTORIES_DIR, generation);
   mkdirSync(dir, { recursive: true });
   for (const [i, handle] of handles.entries()) {
-    // The CLI writes the same JSON the Web UI downloads, which historyFromJSON reads back.
-    const { address, namespace } = testServerAddress();
-    const json = execFileSync(process.env.TEMPORAL_CLI_PATH!, ['workflow', 'show', '--address', address, '--namespace', namespace, '--workflow-id', handle.workflowId, ...(handle.runId ? ['--run-id', handle.runId] : []), '--output', 'json']);
     const name = `${slug(testName)}${handles.length > 1 ? `-${i + 1}` : ''}.json`;
-    writeFileSync(join(dir, name), json);
+    writeFileSync(join(dir, name), historyJSON(handle));
   }
 }
 
-export function recordedHistories(): { generation: string; file: string; workflowId: string; history: History }[] {
+/** A run's history as JSON, as the CLI writes it (the JSON the Web UI downloads), which the replayer reads as is. */
+export function historyJSON(handle: { workflowId: string; runId?: string }): Buffer {
+  const { address, namespace } = testServerAddress();
+  return execFileSync(process.env.TEMPORAL_CLI_PATH!, ['workflow', 'show', '--address', address, '--namespace', namespace, '--workflow-id', handle.workflowId, ...(handle.runId ? ['--run-id', handle.runId] : []), '--output', 'json']);
+}
+
+export function recordedHistories(): { generation: string; file: string; workflowId: string; history: unknown }[] {
   return readdirSync(HISTORIES_DIR, { withFileTypes: true })
     .filter((d) => d.isDirectory())
     .map((d) => d.name)
@@ -47,7 +48,7 @@ export function recordedHistories(): { generation: string; file: string; workflo
         .filter((f) => f.endsWith('.json'))
         .sort()
         .map((f) => {
-          const history = historyFromJSON(JSON.parse(readFileSync(join(HISTORIES_DIR, generation, f), 'utf8')));
+          const history = JSON.parse(readFileSync(join(HISTORIES_DIR, generation, f), 'utf8')) as { events?: { workflowExecutionStartedEventAttributes?: { workflowId?: string } }[] };
           // Replayed under the ID it ran with: the delivery workflow checks its ID against its reference.
           const workflowId = history.events?.[0]?.workflowExecutionStartedEventAttributes?.workflowId;
           if (!workflowId) throw new Error(`${generation}/${f}: the first event names no workflow ID; record it again`);
@@ -68,7 +69,7 @@ export async function unreplayable(handles: WorkflowHandle[]): Promise<string[]>
  * A workflow task whose only command is a local activity's marker: the code after it ran in the
  * next task. On replay, that result can come in one activation with the next task's signals.
  */
-export function hasLoneMarkerTask(history: History): boolean {
+export function hasLoneMarkerTask(history: temporal.api.history.v1.IHistory): boolean {
   const { EVENT_TYPE_WORKFLOW_TASK_COMPLETED: completed, EVENT_TYPE_MARKER_RECORDED: marker, EVENT_TYPE_WORKFLOW_TASK_SCHEDULED: scheduled } = temporal.api.enums.v1.EventType;
   const types = (history.events ?? []).map((e) => e.eventType);
   return types.some((t, i) => t === completed && types[i + 1] === marker && types[i + 2] === scheduled);

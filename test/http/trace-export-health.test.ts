@@ -26,7 +26,8 @@ beforeAll(async () => {
   server = createServer((req, res) => req.resume().on('end', () => answer(req, res)));
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  tracing = installTracing('trace-health-test', { OTEL_EXPORTER_OTLP_ENDPOINT: url }, (line) => lines.push(line))!;
+  process.env.OTEL_EXPORTER_OTLP_ENDPOINT = url;
+  tracing = installTracing('trace-health-test', (line) => lines.push(line))!;
   countTraceSpans(registry, tracing.spans);
 });
 
@@ -77,8 +78,5 @@ it('counts spans dropped while the backend stalls and the queue is full', async 
   expect(stalled).toHaveLength(1);
   answer = (_req, res) => res.writeHead(200).end();
   stalled[0]!.writeHead(200).end();
-  await countedWhen((c) => c.exported === 12); // the stalled batch and the queued one
-  endSpans(1); // the batch processor reports what it dropped when it next queues a span
-  expect(await countedWhen((c) => c.dropped! > 0)).toMatchObject({ exported: 12, dropped: 6 });
-  expect(lines.at(-1)).toEqual({ level: 'WARN', msg: 'traces: Dropped 6 spans because maxQueueSize reached' });
+  expect(await countedWhen((c) => c.exported === 12)).toMatchObject({ exported: 12, dropped: 6 }); // the stalled batch and the queued one; the rest dropped
 });

@@ -3,10 +3,10 @@
  * project names, a worker on it runs a workflow end to end, our search attributes are registered,
  * and task queues have a single partition (so a task-queue rate limit holds in one place).
  */
-import { encodeSearchAttributeIndexedValueType } from '@temporalio/common/lib/search-attributes';
 import { Worker } from '@temporalio/worker';
 import { DELIVERY_SEARCH_ATTRIBUTES } from '../../contract/search-attributes';
 import { testClient, testNativeConnection, testServerAddress, uniqueTaskQueue } from '../helpers/temporal';
+import { temporal } from '@temporalio/proto';
 import { greetingWorkflow } from './fixtures/greeting-workflow';
 import { TEMPORAL_SERVER_VERSION } from '../../scripts/cluster/tools';
 
@@ -49,7 +49,7 @@ describe('the Temporal dev server started for the tests', () => {
       const res = await connection.operatorService.listSearchAttributes({ namespace: testServerAddress().namespace });
       const custom = res.customAttributes ?? {};
       for (const key of DELIVERY_SEARCH_ATTRIBUTES) {
-        expect({ name: key.name, type: custom[key.name] }).toEqual({ name: key.name, type: encodeSearchAttributeIndexedValueType(key.type) });
+        expect({ name: key.name, type: custom[key.name] }).toEqual({ name: key.name, type: temporal.api.enums.v1.IndexedValueType[`INDEXED_VALUE_TYPE_${key.type}`] });
       }
     } finally {
       await connection.close();

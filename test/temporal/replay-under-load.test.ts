@@ -12,14 +12,13 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Client, Connection, WorkflowHandle } from '@temporalio/client';
-import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { gateWorkflowId } from '../../contract/workflow-ids';
 import { statusQuery } from '../../contract/delivery-messages';
 import { type DeliveryWorkflowInput } from '../../contract/delivery-types';
 import { deliveryWorkflowId } from '../../contract/workflow-ids';
 import { FakeProvider } from '../fixtures/fake-provider-activities';
 import { deliveryRequest } from '../fixtures/orders';
-import { HISTORIES_DIR, hasLoneMarkerTask, unreplayable } from '../helpers/histories';
+import { HISTORIES_DIR, hasLoneMarkerTask, historyJSON, unreplayable } from '../helpers/histories';
 import { eventually } from '../helpers/stack';
 import { testClient } from '../helpers/temporal';
 import { startWorkers, type RunningWorkers } from '../helpers/workers';
@@ -68,7 +67,7 @@ async function saveHistory(handle: WorkflowHandle): Promise<string> {
   const dir = join(tmpdir(), 'unreplayable-histories');
   mkdirSync(dir, { recursive: true });
   const file = join(dir, `${handle.workflowId.replace(/[^a-zA-Z0-9-]/g, '_')}.json`);
-  writeFileSync(file, historyToJSON(await handle.fetchHistory()));
+  writeFileSync(file, historyJSON(handle));
   return file;
 }
 
@@ -96,7 +95,7 @@ describe('deliveries run many at once', () => {
       mkdirSync(dir, { recursive: true });
       const histories = await Promise.all(handles.map(async (h) => ({ workflowId: h.workflowId, history: await h.fetchHistory() })));
       const lone = histories.filter((h) => h.workflowId.startsWith('delivery') && hasLoneMarkerTask(h.history)).slice(0, 3);
-      lone.forEach((h, i) => writeFileSync(join(dir, `under-load-marker-alone-in-its-task-${i + 1}.json`), historyToJSON(h.history)));
+      lone.forEach((h, i) => writeFileSync(join(dir, `under-load-marker-alone-in-its-task-${i + 1}.json`), historyJSON(h)));
       console.log(`recorded ${lone.length} histories with a marker alone in its workflow task`);
     }
   }, 300_000);

@@ -7,10 +7,12 @@
  * The trace of the delivery holds: the order system's start (its own service), the delivery
  * workflow, the gate's wait for that order and the gate's quote and creation activities (the gate
  * is another workflow: the order's trace rides in its ask), each HTTP call to the courier as a
- * client span whose context is the `traceparent` the simulator received, and the bridge's
- * signals, handled in the delivery's trace and linked to the bridge's own trace of the webhook.
- * No span carries the order's personal data or the API key; log lines carry the trace id and the
- * workflow id; the worker and the bridge count the spans they exported (`trace_spans_total`).
+ * client span (the undici instrumentation's) whose context is the `traceparent` the simulator
+ * received, and the bridge's signals, handled in the delivery's trace and linked to the bridge's
+ * own trace of the webhook. No span carries the order's personal data or the API key; log lines
+ * carry the trace id and the workflow id; the worker and the bridge count the spans they exported
+ * (`trace_spans_total`). And a delivery is traced whole or not at all, as the order system's
+ * sampler decides (OTEL_TRACES_SAMPLER=parentbased_traceidratio): at ratio 1 every span, at 0 none.
  */
 import { execFile } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -57,6 +59,9 @@ async function traceOf(traceId: string): Promise<JaegerTrace | undefined> {
   return ((await res.json()) as { data: JaegerTrace[] }).data[0];
 }
 
+/** The spans one delivery's trace must hold. */
+const SHAPE = ['StartWorkflow:delivery', 'RunWorkflow:delivery', 'GateWait:quotes', 'RunActivity:quoteInGate', 'RunActivity:createInGate', 'POST /v1/quotes', 'POST /v1/deliveries', 'HandleSignal:statusChanged'];
+
 const serviceOf = (t: JaegerTrace, s: JaegerSpan) => t.processes[s.processID]?.serviceName;
 const tag = (s: JaegerSpan, key: string) => s.tags.find((t) => t.key === key)?.value;
 
@@ -85,18 +90,17 @@ afterAll(async () => {
   await removeWorkflowBundleFile();
 });
 
-it('one delivery is one trace from the order system’s start to the courier’s HTTP calls and the bridge’s signals', async () => {
+const { reference_number: _r, ...order } = deliveryRequest({ is_food: true });
+
+/** One delivery created by the order system (the CLI, with its own service name and `env`), to its end: its workflow ID and the courier's quote and creation calls. */
+async function deliver(env: Record<string, string> = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'tracing-'));
   const orderFile = join(dir, 'order.json');
-  const { reference_number: _r, ...order } = deliveryRequest({ is_food: true });
   writeFileSync(orderFile, JSON.stringify(order));
   const reference = `TRACE-${Date.now().toString(36)}`;
   const workflowId = deliveryWorkflowId(reference);
   const since = (await procs.sim.requests()).length;
-
-  // The order system: the CLI, with its own service name.
-  const env = { ...process.env, ...procs.env, OTEL_EXPORTER_OTLP_ENDPOINT: jaeger.otlpUrl, OTEL_SERVICE_NAME: 'order-system' };
-  await run(process.execPath, [join(ROOT, 'client/delivery.js'), 'create', '--reference', reference, '--order', orderFile], { env, timeout: 90_000 });
+  await run(process.execPath, [join(ROOT, 'client/delivery.js'), 'create', '--reference', reference, '--order', orderFile], { env: { ...process.env, ...procs.env, OTEL_EXPORTER_OTLP_ENDPOINT: jaeger.otlpUrl, OTEL_SERVICE_NAME: 'order-system', ...env }, timeout: 90_000 });
   // Bounded, so a delivery that stalls says where (the test once waited out its 240 s here, cause not found).
   const handle = temporal.workflow.getHandle(workflowId);
   const outcome = await Promise.race([handle.result() as Promise<{ status: string }>, new Promise<'stalled'>((resolve) => setTimeout(() => resolve('stalled'), 150_000).unref())]);
@@ -113,18 +117,14 @@ it('one delivery is one trace from the order system’s start to the courier’s
     throw new Error(`${workflowId} did not end within 150 s (${described}, status ${status}); its queue: ${queue}; the simulator's webhooks: ${webhooks}\nthe bridge's last lines:\n${procs.bridge!.output().slice(-3_000)}\nthe worker's last lines:\n${procs.worker!.output().slice(-6_000)}`);
   }
   expect(outcome.status).toBe('DELIVERED');
-
-  // The courier saw a traceparent on the quote and the creation; both name the same trace.
   const calls = (await procs.sim.requests()).slice(since).filter((r) => r.method === 'POST' && (r.path === '/v1/quotes' || r.path === '/v1/deliveries'));
   expect(calls.map((r) => r.path).sort()).toEqual(['/v1/deliveries', '/v1/quotes']);
-  const traceIds = new Set(calls.map((r) => r.traceparent?.split('-')[1]));
-  expect(traceIds.size).toBe(1);
-  const traceId = [...traceIds][0] ?? '';
-  expect(traceId).toMatch(/^[0-9a-f]{32}$/);
+  return { workflowId, calls };
+}
 
-  // Spans are exported in batches: wait until the whole shape has arrived.
-  const names = ['StartWorkflow:delivery', 'RunWorkflow:delivery', 'GateWait:quotes', 'RunActivity:quoteInGate', 'RunActivity:createInGate', 'POST /v1/quotes', 'POST /v1/deliveries', 'HandleSignal:statusChanged'];
-  const trace = await eventually(
+/** The trace `traceId` once it holds a span of each name (spans are exported in batches). */
+const traceWith = (traceId: string, names: string[]) =>
+  eventually(
     `the delivery's trace ${traceId} in Jaeger with ${names.join(', ')}`,
     async () => {
       const t = await traceOf(traceId);
@@ -132,6 +132,17 @@ it('one delivery is one trace from the order system’s start to the courier’s
     },
     60_000,
   );
+
+it('one delivery is one trace from the order system’s start to the courier’s HTTP calls and the bridge’s signals', async () => {
+  const { workflowId, calls } = await deliver();
+
+  // The courier saw a traceparent on the quote and the creation; both name the same trace.
+  const traceIds = new Set(calls.map((r) => r.traceparent?.split('-')[1]));
+  expect(traceIds.size).toBe(1);
+  const traceId = [...traceIds][0] ?? '';
+  expect(traceId).toMatch(/^[0-9a-f]{32}$/);
+
+  const trace = await traceWith(traceId, SHAPE);
   const spans = (name: string) => trace.spans.filter((s) => s.operationName === name);
 
   // The order system's start is the root, in its own service; the workflow runs under it.
@@ -153,16 +164,13 @@ it('one delivery is one trace from the order system’s start to the courier’s
   // The quote's HTTP call runs in the gate's quote activity, under the order's wait in the gate.
   const parentOf = (s: JaegerSpan) => trace.spans.find((p) => p.spanID === s.references.find((r) => r.refType === 'CHILD_OF')?.spanID);
   const chain = (s: JaegerSpan | undefined): string[] => (s ? [s.operationName, ...chain(parentOf(s))] : []);
-  // The gate schedules its calls with no StartActivity span of its own (workflows/tracing-interceptors.ts: its commands stay an untraced gate's): the call's span is the GateWait's child.
-  expect(chain(spans('POST /v1/quotes')[0])).toEqual(['POST /v1/quotes', 'RunActivity:quoteInGate', 'GateWait:quotes', 'RunWorkflow:delivery', 'StartWorkflow:delivery']);
-  // Bookkeeping has no spans (tracing/worker.ts, BookkeepingInbound): no local activity's (the start's checks, the
-  // pacing settings, the ask to the gate, its answers), nor of the signals they send or the delivery handles (the gate's
-  // answers: the GateWait span they end covers them), in any trace of the worker's.
+  // The delivery asks the gate from its askGate activity, whose trace rides in the ask; the gate schedules the quote inside the order's GateWait
+  // (its commands carry the trace, with no span of their own: workflows/tracing-interceptors.ts).
+  expect(chain(spans('POST /v1/quotes')[0])).toEqual(['POST /v1/quotes', 'RunActivity:quoteInGate', 'GateWait:quotes', 'RunActivity:askGate', 'StartActivity:askGate', 'RunWorkflow:delivery', 'StartWorkflow:delivery']);
+  // The gate's own runs make no span (one run serves many deliveries): nothing of it outside a delivery's trace.
   const operations = ((await (await fetch(`${jaeger.queryUrl}/api/services/test-worker/operations`)).json()) as { data: (string | { name: string })[] }).data.map((o) => (typeof o === 'string' ? o : o.name));
   expect(operations).toEqual(expect.arrayContaining(['RunWorkflow:delivery', 'RunActivity:createInGate']));
-  expect(operations.filter((o) => /^(StartActivity|RunActivity):(checkDeliveryInput|pacingSettings|askGate|withdrawFromGate|answerDeliveries)$|^SignalWorkflow:gate|^HandleSignal:gateAnswer$/.test(o))).toEqual([]);
-  // The ask's signal-with-start to the gate (the worker's own start of its gate makes one, in a trace of its own).
-  expect(spans('SignalWithStartWorkflow:pacingGate')).toEqual([]);
+  expect(operations.filter((o) => /^RunWorkflow:pacingGate|^ContinueAsNew:pacingGate|^StartActivity:answerDeliveries$/.test(o))).toEqual([]);
 
   // The bridge's status signals are handled in the delivery's trace, linked to the bridge's trace of the webhook.
   const handled = spans('HandleSignal:statusChanged');
@@ -206,3 +214,26 @@ it('one delivery is one trace from the order system’s start to the courier’s
     expect(counted).toEqual({ exported: expect.any(Number), failed: 0, dropped: 0 });
   }
 }, 240_000);
+
+it('traces a delivery whole or not at all, as the order system’s sampler decides (parentbased_traceidratio at 0, then at 1)', async () => {
+  const ratio = (arg: string) => ({ OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: arg });
+  const none = await deliver(ratio('0'));
+  const all = await deliver(ratio('1'));
+  // The decision travels with the trace: the courier's traceparent is unsampled (00) for the one, sampled (01) for the other.
+  expect(none.calls.map((c) => c.traceparent?.split('-')[3])).toEqual(['00', '00']);
+  expect(all.calls.map((c) => c.traceparent?.split('-')[3])).toEqual(['01', '01']);
+
+  // At 1, every span of the delivery: its shape, and a StartActivity span for each activity its workflow scheduled.
+  const scheduled = ((await temporal.workflow.getHandle(all.workflowId).fetchHistory()).events ?? []).flatMap((e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? []);
+  const traceIdOf = (c: { traceparent?: string | null }) => c.traceparent!.split('-')[1]!;
+  await traceWith(traceIdOf(all.calls[0]!), [...SHAPE, ...scheduled.map((a) => `StartActivity:${a}`)]);
+
+  // At 0, none: its trace is not in Jaeger, and no span of any trace names its workflow, though the worker exported the later
+  // delivery's spans after its own (a batch processor sends in the order spans end).
+  expect(await traceOf(traceIdOf(none.calls[0]!))).toBeUndefined();
+  const search = async (service: string, tags: Record<string, string>) =>
+    ((await (await fetch(`${jaeger.queryUrl}/api/traces?service=${service}&lookback=1h&limit=100&tags=${encodeURIComponent(JSON.stringify(tags))}`)).json()) as { data: JaegerTrace[] | null }).data ?? [];
+  expect(await search('test-worker', { workflowId: all.workflowId })).not.toEqual([]); // the search finds a sampled delivery's spans
+  expect(await search('test-worker', { workflowId: none.workflowId })).toEqual([]);
+  expect(await search('order-system', { workflowId: none.workflowId })).toEqual([]);
+}, 300_000);
