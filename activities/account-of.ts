@@ -6,11 +6,10 @@
  */
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { DEFAULT_ACCOUNT } from '../contract/accounts';
+import { UNKNOWN_ACCOUNT } from '../contract/failures';
 import { workflowTaskQueueOf } from '../contract/task-queues';
 import { parseDeliveryWorkflowId, parseGateWorkflowId } from '../contract/workflow-ids';
 
-/** The failure type of a call for an account the worker's registry does not have (any more): retried, the operator may add it back. */
-export const UNKNOWN_ACCOUNT = 'UnknownAccount';
 
 /** `explicit` wins; then the workflow's ID (a delivery's, or a gate's on `deliveryQueue`); then `default`. */
 export function activityAccount(explicit?: string, deliveryQueue?: string): string {
@@ -24,7 +23,10 @@ export function activityAccount(explicit?: string, deliveryQueue?: string): stri
   return (queue !== undefined ? parseGateWorkflowId(workflowId, queue) : undefined) ?? DEFAULT_ACCOUNT;
 }
 
-/** A retryable failure naming the account (never its key). */
-export function unknownAccount(account: string): ApplicationFailure {
-  return ApplicationFailure.create({ type: UNKNOWN_ACCOUNT, message: `no courier account ${account} in this worker's registry (DELIVERY_ACCOUNTS_FILE)`, nonRetryable: false });
+/**
+ * A failure naming the account (never its key): retryable for a running delivery's calls (the
+ * operator may add the account back), final (`retryable: false`) before anything started.
+ */
+export function unknownAccount(account: string, retryable = true): ApplicationFailure {
+  return ApplicationFailure.create({ type: UNKNOWN_ACCOUNT, message: `no courier account ${account} in this worker's registry (DELIVERY_ACCOUNTS_FILE)`, nonRetryable: !retryable });
 }
