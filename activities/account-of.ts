@@ -5,22 +5,23 @@
  * only a workflow whose ID says nothing (a quote without a delivery) passes it explicitly.
  */
 import { ApplicationFailure, Context } from '@temporalio/activity';
-import { DEFAULT_ACCOUNT } from '../contract/accounts';
 import { UNKNOWN_ACCOUNT } from '../contract/failures';
 import { workflowTaskQueueOf } from '../contract/task-queues';
-import { parseDeliveryWorkflowId, parseGateWorkflowId } from '../contract/workflow-ids';
+import { accountOfWorkflowId } from '../contract/workflow-ids';
 
-
-/** `explicit` wins; then the workflow's ID (a delivery's, or a gate's on `deliveryQueue`); then `default`. */
+/**
+ * `explicit` wins; then the workflow's ID (a delivery's, or a gate's on `deliveryQueue`). An ID
+ * of no account is a non-retryable failure naming it: a caller that left the account out, not a
+ * call to make with some other account's key.
+ */
 export function activityAccount(explicit?: string, deliveryQueue?: string): string {
   if (explicit !== undefined) return explicit;
   const info = Context.current().info;
-  const workflowId = info.workflowExecution?.workflowId;
-  if (workflowId === undefined) return DEFAULT_ACCOUNT;
-  const delivery = parseDeliveryWorkflowId(workflowId);
-  if (delivery) return delivery.account;
-  const queue = deliveryQueue ?? workflowTaskQueueOf(info.taskQueue);
-  return (queue !== undefined ? parseGateWorkflowId(workflowId, queue) : undefined) ?? DEFAULT_ACCOUNT;
+  try {
+    return accountOfWorkflowId(info.workflowExecution?.workflowId ?? '', deliveryQueue ?? workflowTaskQueueOf(info.taskQueue));
+  } catch (err) {
+    throw ApplicationFailure.create({ type: UNKNOWN_ACCOUNT, message: (err as Error).message, nonRetryable: true });
+  }
 }
 
 /**

@@ -39,8 +39,8 @@ import * as SearchAttributes from '../contract/search-attributes';
 import { accountPriority } from '../contract/priorities';
 import { applicationFailureIn, failureTypeIn, reasonOf } from '../contract/failure-cause';
 import { UNKNOWN_ACCOUNT, WORKFLOW_FAILURE_TYPES } from '../contract/failures';
-import { deliveryWorkflowId, parseDeliveryWorkflowId } from '../contract/workflow-ids';
-import { ACCOUNT_ID, ACCOUNT_ID_RULE, DEFAULT_ACCOUNT } from '../contract/accounts';
+import { deliveryWorkflowId, parseDeliveryWorkflowId, startAccount } from '../contract/workflow-ids';
+import { ACCOUNT_ID, ACCOUNT_ID_RULE } from '../contract/accounts';
 import { dataConverterFromEnv } from '../temporal/payload-codec';
 import type { NotifySettings } from '../contract/notification-types';
 import { temporalSettingsFromEnv, type TemporalSettings } from '../temporal/connection';
@@ -76,9 +76,9 @@ export class DeliveryRefusedError extends InvalidInputError {
 export class DeliveryNotFoundError extends Error {
   constructor(
     readonly reference: string,
-    readonly account: string = DEFAULT_ACCOUNT,
+    readonly account: string,
   ) {
-    super(`no delivery with reference ${reference}${account === DEFAULT_ACCOUNT ? '' : ` in account ${account}`}`);
+    super(`no delivery with reference ${reference} in account ${account}`);
     this.name = 'DeliveryNotFoundError';
   }
 }
@@ -176,7 +176,7 @@ export class DeliveryClient {
   private readonly startCheckTimeoutMs: number;
 
   constructor(o: DeliveryClientOptions) {
-    this.account = o.account ?? DEFAULT_ACCOUNT;
+    this.account = startAccount(o);
     this.startCheckTimeoutMs = o.startCheckTimeoutMs ?? DEFAULT_START_CHECK_TIMEOUT_MS;
     this.followUp = o.followUp;
     this.temporal = o.temporal;
@@ -214,7 +214,7 @@ export class DeliveryClient {
   async startDelivery(order: DeliveryOrder, options: StartOptions): Promise<StartedDelivery> {
     const followUp = this.followUp || options.followUp ? { ...this.followUp, ...options.followUp } : undefined;
     const input = validateStart(order, { ...options, account: options.account ?? this.account, followUp }, Date.now());
-    const account = input.account ?? DEFAULT_ACCOUNT;
+    const account = startAccount(input);
     const workflowId = deliveryWorkflowId(input.reference, account);
     const started = (checked: boolean, alreadyStarted = false): StartedDelivery => ({ reference: input.reference, account, workflowId, alreadyStarted, checked });
     // FAIL: a running delivery with this reference is not sent the update; a closed one is refused by REJECT_DUPLICATE.
@@ -246,8 +246,8 @@ export class DeliveryClient {
         taskQueue: this.taskQueue,
         workflowId: `quote:${crypto.randomUUID()}`,
         // The account by argument: a quote's workflow ID does not name it.
-        args: account === DEFAULT_ACCOUNT ? [parsed.data] : [parsed.data, { account }],
-        staticSummary: `quote · ${parsed.data.destinations.length} stop(s)${parsed.data.is_food ? ' · food' : ''}${account === DEFAULT_ACCOUNT ? '' : ` · account ${account}`}`,
+        args: [parsed.data, { account }],
+        staticSummary: `quote · ${parsed.data.destinations.length} stop(s)${parsed.data.is_food ? ' · food' : ''} · account ${account}`,
         priority: accountPriority(parsed.data.is_food, account),
       });
     } catch (err) {
@@ -359,7 +359,7 @@ export class DeliveryClient {
       if (account !== undefined && owner !== account) continue;
       out.push({
         reference: parsed?.reference ?? wf.workflowId,
-        account: owner ?? DEFAULT_ACCOUNT,
+        account: owner ?? '(none)',
         workflowId: wf.workflowId,
         workflowStatus: wf.status.name,
         deliveryStatus: wf.typedSearchAttributes.get(SearchAttributes.DeliveryStatus),
@@ -414,7 +414,7 @@ function validateStart(order: DeliveryOrder, options: StartOptions, nowMs: numbe
   }
   if (issues.length > 0 || !o.success || !parsed.success) throw new InvalidInputError('delivery', issues);
   const { quote, ...rest } = o.data;
-  return { reference: rest.reference, ...(rest.account !== undefined && rest.account !== DEFAULT_ACCOUNT && { account: rest.account }), order: parsed.data, maxPrice: rest.maxPrice, approvalTimeoutMs: rest.approvalTimeoutMs, followUp: rest.followUp, quote, notify: rest.notify };
+  return { reference: rest.reference, ...(rest.account !== undefined && { account: rest.account }), order: parsed.data, maxPrice: rest.maxPrice, approvalTimeoutMs: rest.approvalTimeoutMs, followUp: rest.followUp, quote, notify: rest.notify };
 }
 
 /** The `{ field, message }` issues an InvalidDeliveryInput failure carries (contract/failures.ts). */
