@@ -14,6 +14,7 @@ import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { DeliveryRefusedError } from '../../client/delivery-client';
 import { deliveryWorkflowId } from '../../contract/workflow-ids';
+import { applicationFailureIn } from '../../contract/failure-cause';
 import { UNKNOWN_ACCOUNT, WORKFLOW_FAILURE_TYPES } from '../../contract/failures';
 import { keyFingerprint } from '../../simulator/auth';
 import { createSimulator, type Simulator } from '../../simulator/server';
@@ -152,7 +153,7 @@ test('a quote for an unknown account is refused at once (it was retried for ever
   stack.started.push(workflowId);
   const failed = await handle.result().catch((e: unknown) => e);
   expect(failed).toBeInstanceOf(WorkflowFailedError);
-  expect(failed).toMatchObject({ cause: { cause: { type: UNKNOWN_ACCOUNT, nonRetryable: true } } });
+  expect(applicationFailureIn((failed as WorkflowFailedError).cause)).toMatchObject({ type: UNKNOWN_ACCOUNT, nonRetryable: true, message: expect.stringContaining('no courier account nobody') });
 });
 
 test('an account removed from the registry file is refused the same way, its start and its quote', async () => {
@@ -166,4 +167,23 @@ test('an account removed from the registry file is refused the same way, its sta
   await expect(stack.deliveries.quote(order(), { account: 'shop-b' })).rejects.toThrow(DeliveryRefusedError);
   writeRegistry(['shop-a', 'shop-b']);
   await eventually('shop-b back', () => stack.registry.get('shop-b'));
+});
+
+test("`delivery check-key --account` checks that account's key as the worker reads it: its registry entry and key file", async () => {
+  writeFileSync(join(dir, 'revoked.key'), 'key-no-longer-valid');
+  const file = join(dir, 'keys.json');
+  const accounts = [
+    { id: 'good', baseUrl: sim.url, apiKey: { file: 'shop-a.key' } },
+    { id: 'revoked', baseUrl: sim.url, apiKey: { file: 'revoked.key' } },
+  ];
+  writeFileSync(file, JSON.stringify({ accounts }));
+  const env = cliEnv({ DELIVERY_ACCOUNTS_FILE: file, DELIVERY_API_KEY: 'key-shop-b' });
+  const good = await cli(['check-key', '--account', 'good'], env);
+  expect(good).toMatchObject({ code: 0, stdout: expect.stringContaining(`the API key of account good (${file}) is valid for ${sim.url}`) });
+  const revoked = await cli(['check-key', '--account', 'revoked'], env);
+  expect(revoked.code).toBe(4);
+  expect(revoked.stderr).toContain(`the courier rejected the API key of account revoked (its apiKey in ${file})`);
+  const unknown = await cli(['check-key'], { ...env, DELIVERY_ACCOUNT: 'nobody' });
+  expect(unknown.code).toBe(2);
+  expect(unknown.stderr).toContain(`account: no courier account nobody in the registry ${file}`);
 });
