@@ -120,14 +120,14 @@ test('`delivery create --account nobody` and DELIVERY_ACCOUNT=nobody exit 2 nami
   expect(JSON.parse(env.stderr).error).toMatchObject({ code: 2, details: [{ field: 'account' }] });
   expect(await workflowStatus(deliveryWorkflowId(byEnv, 'nobody'))).toBe('FAILED');
 
-  // A known account: started by --account, found by DELIVERY_ACCOUNT, and not in `default`.
+  // A known account: started by --account, found by DELIVERY_ACCOUNT.
   const known = ref('CLI-KNOWN');
   const created = await cli(['create', '--reference', known, '--order', file, '--account', 'shop-b'], cliEnv());
   expect(created).toMatchObject({ code: 0, stdout: expect.stringContaining(`started ${deliveryWorkflowId(known, 'shop-b')}`) });
   stack.started.push(deliveryWorkflowId(known, 'shop-b'));
-  expect((await cli(['status', known], cliEnv({ DELIVERY_ACCOUNT: 'shop-b' }))).code).toBe(0);
-  expect((await cli(['status', known], cliEnv())).code).toBe(3);
-});
+  expect(await cli(['status', known, '--json'], cliEnv({ DELIVERY_ACCOUNT: 'shop-b' }))).toMatchObject({ code: 0, stdout: expect.stringContaining(`"reference": "${known}"`) });
+  // Four CLI processes, each loading the CLI's TypeScript through tsx: about 20 s each on a busy 2-core machine.
+}, 300_000);
 
 test('a start by name with plain JSON for an unknown account fails at once, never retried', async () => {
   const reference = ref('JSON');
@@ -186,4 +186,4 @@ test("`delivery check-key --account` checks that account's key as the worker rea
   const unknown = await cli(['check-key'], { ...env, DELIVERY_ACCOUNT: 'nobody' });
   expect(unknown.code).toBe(2);
   expect(unknown.stderr).toContain(`account: no courier account nobody in the registry ${file}`);
-});
+}, 300_000);
