@@ -6,8 +6,7 @@
  * registry file, the dev server, the workers, the simulator and the `delivery` command.
  */
 import { execFile } from 'node:child_process';
-import { mkdtempSync, renameSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { WorkflowFailedError } from '@temporalio/client';
@@ -18,9 +17,9 @@ import { applicationFailureIn } from '../../contract/failure-cause';
 import { UNKNOWN_ACCOUNT, WORKFLOW_FAILURE_TYPES } from '../../contract/failures';
 import { keyFingerprint } from '../../simulator/auth';
 import { createSimulator, type Simulator } from '../../simulator/server';
-import { deliveryRequest } from '../fixtures/orders';
+import { deliveryOrder, deliveryRequest } from '../fixtures/orders';
 import { eventually } from '../helpers/stack';
-import { startAccountStack, type AccountStack } from '../helpers/account-stack';
+import { registryFolder, startAccountStack, type AccountStack, type RegistryFolder } from '../helpers/account-stack';
 
 jest.setTimeout(120_000);
 
@@ -35,19 +34,16 @@ let stack: AccountStack;
 let seq = 0;
 const ref = (prefix: string) => `${prefix}-${Date.now().toString(36)}-${++seq}`;
 
-function writeRegistry(shops: Shop[]): void {
-  const accounts = shops.map((id) => ({ id, baseUrl: sim.url, apiKey: { file: `${id}.key` } }));
-  writeFileSync(join(dir, 'accounts.json.tmp'), JSON.stringify({ accounts }));
-  renameSync(join(dir, 'accounts.json.tmp'), join(dir, 'accounts.json'));
-}
+let folder: RegistryFolder;
+const writeRegistry = (shops: Shop[]) => folder.write(shops);
 
 beforeAll(async () => {
   sim = createSimulator({ apiKeys: Object.values(KEYS), onError: (m) => console.error(`simulator: ${m}`) });
   await sim.listen(0, '127.0.0.1');
-  dir = mkdtempSync(join(tmpdir(), 'delivery-refusals-'));
-  for (const [id, key] of Object.entries(KEYS)) writeFileSync(join(dir, `${id}.key`), key);
+  folder = registryFolder('delivery-refusals-', KEYS, () => ({ baseUrl: sim.url }));
+  dir = folder.dir;
   writeRegistry(['shop-a', 'shop-b']);
-  stack = await startAccountStack(join(dir, 'accounts.json'), 'refusals');
+  stack = await startAccountStack(folder.file, 'refusals');
 });
 
 afterAll(async () => {
@@ -55,10 +51,7 @@ afterAll(async () => {
   await sim.close();
 });
 
-function order() {
-  const { reference_number: _r, ...o } = deliveryRequest({ is_food: false });
-  return o;
-}
+const order = () => deliveryOrder({ is_food: false });
 
 /** The workflow's status, `absent` when there is none: never RUNNING for a refused start. */
 async function workflowStatus(workflowId: string): Promise<string> {

@@ -4,11 +4,10 @@
  */
 import { DeliveryAccount } from '../../contract/search-attributes';
 import { deliveryStartOptions } from '../../workflows/start-options';
-import { deliveryRequest } from '../fixtures/orders';
+import { deliveryOrder } from '../fixtures/orders';
 
 function input(account?: string) {
-  const { reference_number: _r, ...order } = deliveryRequest({ is_food: true });
-  return { reference: 'A-1042', order, ...(account !== undefined && { account }) };
+  return { reference: 'A-1042', order: deliveryOrder({ is_food: true }), ...(account !== undefined && { account }) };
 }
 
 describe('how a delivery is started', () => {
