@@ -7,7 +7,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { accountRegistryFromEnv } from '../accounts/registry';
+import { createRequire } from 'node:module';
 import { ProviderClient } from '../provider/client';
 import { isProviderError } from '../provider/errors';
 import { formatMoney } from '../provider/money';
@@ -236,7 +236,7 @@ export async function main(argv: string[], io = { stdout: process.stdout, stderr
  * Reads the key on this machine: run it where the worker's files and variables are.
  */
 async function checkAccountKey(id: string, out: Out): Promise<number> {
-  const registry = accountRegistryFromEnv(process.env, { watch: false });
+  const registry = workerRegistry().accountRegistryFromEnv(process.env, { watch: false });
   try {
     const account = registry.get(id);
     if (!account) {
@@ -260,6 +260,24 @@ async function checkAccountKey(id: string, out: Out): Promise<number> {
     return EXIT.ok;
   } finally {
     registry.close();
+  }
+}
+
+/** What check-key uses of the worker's registry reader (accounts/registry.ts). */
+interface RegistryReader {
+  accountRegistryFromEnv(env: NodeJS.ProcessEnv, o: { watch: boolean }): { source: string; get(id: string): { baseUrl: string; apiKey(): string } | undefined; close(): void };
+}
+
+/**
+ * The worker's own registry reader, loaded by path at run time: the installed client package
+ * holds no worker-side code (tsc leaves this module out of it), so there check-key says where to run it.
+ */
+function workerRegistry(): RegistryReader {
+  try {
+    return createRequire(__filename)('../accounts/registry') as RegistryReader;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'MODULE_NOT_FOUND') throw err;
+    throw new UsageError("check-key reads the worker's account registry and key files: run it where the worker runs (its image or this repository), not from the installed client package");
   }
 }
 
