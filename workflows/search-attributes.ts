@@ -9,11 +9,12 @@
  * deferred to the end of the activation changed places with the commands of the jobs after it,
  * and that history could no longer be replayed (test/histories/baseline/a-signal-and-a-cancellation-*).
  *
- * None is set at the start: on the dev server's SQLite visibility a start with any custom search
- * attribute is taken about 13 % slower (docs/benchmarks.md, scale). The order's own (reference,
- * food, stops) go out with the first upsert the delivery makes anyway, the creation's, or earlier
- * when it waits for approval, or at its end when it never got that far. Until then the delivery is
- * found by its workflow ID, `delivery:<reference>`.
+ * Only DeliveryAccount is set at the start, by the starter (workflows/start-options.ts; the
+ * operator's first filter, for every account): on the dev server's SQLite visibility a start with
+ * any custom search attribute is taken about 13 % slower (docs/benchmarks.md, scale), so no more.
+ * The order's own (reference, food, stops) go out with the first upsert the delivery makes anyway,
+ * the creation's, or earlier when it waits for approval, or at its end when it never got that far.
+ * Until then the delivery is found by its workflow ID.
  */
 import type { SearchAttributeUpdatePair } from '@temporalio/common';
 import { upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
