@@ -5,26 +5,29 @@
  * only a workflow whose ID says nothing (a quote without a delivery) passes it explicitly.
  */
 import { ApplicationFailure, Context } from '@temporalio/activity';
-import { DEFAULT_ACCOUNT } from '../contract/accounts';
+import { UNKNOWN_ACCOUNT } from '../contract/failures';
 import { workflowTaskQueueOf } from '../contract/task-queues';
-import { parseDeliveryWorkflowId, parseGateWorkflowId } from '../contract/workflow-ids';
+import { accountOfWorkflowId } from '../contract/workflow-ids';
 
-/** The failure type of a call for an account the worker's registry does not have (any more): retried, the operator may add it back. */
-export const UNKNOWN_ACCOUNT = 'UnknownAccount';
-
-/** `explicit` wins; then the workflow's ID (a delivery's, or a gate's on `deliveryQueue`); then `default`. */
+/**
+ * `explicit` wins; then the workflow's ID (a delivery's, or a gate's on `deliveryQueue`). An ID
+ * of no account is a non-retryable failure naming it: a caller that left the account out, not a
+ * call to make with some other account's key.
+ */
 export function activityAccount(explicit?: string, deliveryQueue?: string): string {
   if (explicit !== undefined) return explicit;
   const info = Context.current().info;
-  const workflowId = info.workflowExecution?.workflowId;
-  if (workflowId === undefined) return DEFAULT_ACCOUNT;
-  const delivery = parseDeliveryWorkflowId(workflowId);
-  if (delivery) return delivery.account;
-  const queue = deliveryQueue ?? workflowTaskQueueOf(info.taskQueue);
-  return (queue !== undefined ? parseGateWorkflowId(workflowId, queue) : undefined) ?? DEFAULT_ACCOUNT;
+  try {
+    return accountOfWorkflowId(info.workflowExecution?.workflowId ?? '', deliveryQueue ?? workflowTaskQueueOf(info.taskQueue));
+  } catch (err) {
+    throw ApplicationFailure.create({ type: UNKNOWN_ACCOUNT, message: (err as Error).message, nonRetryable: true });
+  }
 }
 
-/** A retryable failure naming the account (never its key). */
-export function unknownAccount(account: string): ApplicationFailure {
-  return ApplicationFailure.create({ type: UNKNOWN_ACCOUNT, message: `no courier account ${account} in this worker's registry (DELIVERY_ACCOUNTS_FILE)`, nonRetryable: false });
+/**
+ * A failure naming the account (never its key): retryable for a running delivery's calls (the
+ * operator may add the account back), final (`retryable: false`) before anything started.
+ */
+export function unknownAccount(account: string, retryable = true): ApplicationFailure {
+  return ApplicationFailure.create({ type: UNKNOWN_ACCOUNT, message: `no courier account ${account} in this worker's registry (DELIVERY_ACCOUNTS_FILE)`, nonRetryable: !retryable });
 }

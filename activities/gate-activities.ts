@@ -13,7 +13,6 @@ import { gateTaskQueue } from '../contract/task-queues';
 import { batchedSends, type BatchLimits } from './batched-sends';
 import { activeTraceparent } from '../tracing/spans';
 import { activityAccount, unknownAccount } from './account-of';
-import { DEFAULT_ACCOUNT } from '../contract/accounts';
 import type { AccountRegistry } from '../accounts/registry';
 
 /**
@@ -41,7 +40,7 @@ function gateStart(taskQueue: string, config: GateConfig, account: string) {
     workflowId: gateWorkflowId(taskQueue, account),
     taskQueue: gateTaskQueue(taskQueue),
     args: [{ taskQueue, config }] as const,
-    staticSummary: `pacing gate · ${taskQueue}${account === DEFAULT_ACCOUNT ? '' : ` · account ${account}`}`,
+    staticSummary: `pacing gate · ${taskQueue} · account ${account}`,
     priority: { fairnessKey: account },
   };
 }
@@ -50,7 +49,7 @@ function gateStart(taskQueue: string, config: GateConfig, account: string) {
  * At a worker's start: runs the account's gate (warm before a burst of orders needs it) with this
  * worker's settings and the account's limits. Other accounts' gates start on their first ask.
  */
-export async function startGate(client: Client, taskQueue: string, settings: PacingSettings, account = DEFAULT_ACCOUNT, limits = settings.limits): Promise<void> {
+export async function startGate(client: Client, taskQueue: string, settings: PacingSettings, account: string, limits = settings.limits): Promise<void> {
   const config = gateConfig(settings, limits);
   await client.workflow.signalWithStart('pacingGate', { ...gateStart(taskQueue, config, account), signal: gateConfigureSignal, signalArgs: [config] });
 }
@@ -72,11 +71,11 @@ export function createGateActivities(deps: { client: Client; settings: PacingSet
   const ignoreGone = (err: unknown): void => {
     if (!(err instanceof WorkflowNotFoundError)) throw err;
   };
-  /** The account's limits; an account the registry does not have (any more) is retried: the operator may add it back. */
-  const limitsOf = (account: string): PacingSettings['limits'] => {
+  /** The account's limits; an account the registry does not have (any more) is retried (the operator may add it back), unless `retryable` is false. */
+  const limitsOf = (account: string, retryable = true): PacingSettings['limits'] => {
     if (!deps.accounts) return deps.settings.limits;
     const known = deps.accounts.get(account);
-    if (!known) throw unknownAccount(account);
+    if (!known) throw unknownAccount(account, retryable);
     return { ...deps.settings.limits, ...known.limits };
   };
   const asks = new Map<string, (request: GateRequest) => Promise<void>>(); // per task queue and account, so per gate
@@ -92,11 +91,17 @@ export function createGateActivities(deps: { client: Client; settings: PacingSet
     return send(request);
   };
   return {
-    /** The worker's pacing settings with the delivery's account's limits, recorded once in the delivery's history. */
+    /**
+     * The worker's pacing settings with the delivery's account's limits, recorded once in the
+     * delivery's history. Asked before a delivery's or a quote's first call: an account the registry
+     * does not have fails it at once (never retried for ever: nothing has started yet).
+     */
     async pacingSettings(by?: { account?: string }): Promise<PacingSettings> {
       // Read once by a delivery's first run (a local activity's result is recorded: a replay does not run it again).
-      if (deps.onDeliveryStarted && Context.current().info.workflowType === 'delivery') deps.onDeliveryStarted(activityAccount(by?.account));
-      return deps.accounts ? { ...deps.settings, limits: limitsOf(activityAccount(by?.account)) } : deps.settings;
+      const account = activityAccount(by?.account);
+      const settings = deps.accounts ? { ...deps.settings, limits: limitsOf(account, false) } : deps.settings;
+      if (deps.onDeliveryStarted && Context.current().info.workflowType === 'delivery') deps.onDeliveryStarted(account);
+      return settings;
     },
     /**
      * `notRun`: the gate's run that answered "again" while draining for continue-as-new. Asked of

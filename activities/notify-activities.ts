@@ -12,11 +12,11 @@ import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { DeliveryNotification } from '../contract/delivery-types';
 import { NOTIFY_FAILURE_TYPES } from '../contract/failures';
-import { DEFAULT_ACCOUNT } from '../contract/accounts';
 import type { NotifyConfig } from '../notifications/config';
 import { retryDelayMs } from '../notifications/retry-schedule';
 import { NotificationSender } from '../notifications/sender';
-import { configTargets, currentAccount, type NotifyTargets } from '../notifications/targets';
+import { configTargets, type NotifyTargets } from '../notifications/targets';
+import { activityAccount } from './account-of';
 import type { NotificationObserver } from '../metrics/worker-metrics';
 
 export interface NotifyActivities {
@@ -31,8 +31,8 @@ export function createNotifyActivities(config: NotifyConfig, sender = new Notifi
   return {
     async notifyEndpoint({ endpoint, notification }) {
       const info = Context.current().info;
-      const account = currentAccount();
-      const whose = account === DEFAULT_ACCOUNT ? '' : ` for account ${account}`;
+      const account = activityAccount();
+      const whose = ` for account ${account}`;
       let target;
       try {
         target = targets.endpoint(account, endpoint);

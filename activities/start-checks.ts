@@ -10,7 +10,7 @@ import { pickupTimeIssues } from '../provider/rules';
 import type { FieldIssue } from '../provider/schemas';
 import { fieldIssues } from '../provider/validation';
 import { DeliveryWorkflowInputSchema } from '../contract/schemas';
-import { DEFAULT_ACCOUNT } from '../contract/accounts';
+import { startAccount } from '../contract/workflow-ids';
 import type { AccountRegistry } from '../accounts/registry';
 import type { NotifyTargets } from '../notifications/targets';
 
@@ -33,7 +33,7 @@ export function deliveryInputIssues(input: unknown, nowMs: number, notifyEndpoin
   const parsed = DeliveryWorkflowInputSchema.safeParse(input);
   if (!parsed.success) return fieldIssues(parsed.error).map((i) => (i.field === '(body)' ? { ...i, field: 'input' } : i));
   const issues = pickupTimeIssues(parsed.data.order.desired_pickup_time, nowMs).map((i) => ({ ...i, field: `order.${i.field}` }));
-  const account = parsed.data.account ?? DEFAULT_ACCOUNT;
+  const account = startAccount(parsed.data);
   if (accounts !== undefined && !accounts.get(account)) {
     // Not the list of accounts: a caller learns only that this one is not served here.
     issues.push({ field: 'account', message: `no courier account ${account} in this deployment's registry (the operator lists accounts in DELIVERY_ACCOUNTS_FILE)` });
@@ -42,23 +42,16 @@ export function deliveryInputIssues(input: unknown, nowMs: number, notifyEndpoin
   const names = typeof notifyEndpoints === 'function' ? notifyEndpoints(account) : notifyEndpoints;
   if (endpoint !== undefined && names !== undefined && !names.has(endpoint)) {
     const known = names.size > 0 ? `configured: ${[...names].join(', ')}` : 'none is configured';
-    const where = account === DEFAULT_ACCOUNT ? 'the operator sets DELIVERY_NOTIFY_ENDPOINTS' : `account ${account}'s own; the operator sets them in the account registry`;
-    issues.push({ field: 'notify.endpoint', message: `no notification endpoint named ${endpoint} (${known}; ${where})` });
+    issues.push({ field: 'notify.endpoint', message: `no notification endpoint named ${endpoint} (${known}; account ${account}'s own: the operator sets them in its registry entry, or in DELIVERY_NOTIFY_ENDPOINTS without a registry)` });
   }
   return issues;
 }
 
-const NO_ENDPOINTS: ReadonlySet<string> = new Set();
-
-/**
- * `notify`: each account's endpoints (notifications/targets.ts), or the names of the `default`
- * account's (DELIVERY_NOTIFY_ENDPOINTS: no other account has them). The account is the start's.
- */
-export function createStartCheckActivities(notify: ReadonlySet<string> | NotifyTargets = new Set(), accounts?: KnownAccounts): StartCheckActivities {
-  const names = notify instanceof Set ? (account: string) => (account === DEFAULT_ACCOUNT ? notify : NO_ENDPOINTS) : (account: string) => (notify as NotifyTargets).names(account);
+/** `notify`: each account's endpoints (notifications/targets.ts); the account is the start's. */
+export function createStartCheckActivities(notify: NotifyTargets, accounts?: KnownAccounts): StartCheckActivities {
   return {
     async checkDeliveryInput(input) {
-      return deliveryInputIssues(input, Date.now(), names, accounts);
+      return deliveryInputIssues(input, Date.now(), (account) => notify.names(account), accounts);
     },
   };
 }

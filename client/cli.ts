@@ -7,12 +7,15 @@
  */
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import { createRequire } from 'node:module';
+import { ProviderClient } from '../provider/client';
 import { isProviderError } from '../provider/errors';
 import { formatMoney } from '../provider/money';
 import { forbiddenReferenceCharacter, ReferenceNumber } from '../provider/schemas';
 import { fieldIssues } from '../provider/validation';
 import type { DeliveryState, TimelineEntry } from '../contract/delivery-types';
-import { ACCOUNT_ID, ACCOUNT_ID_RULE, DEFAULT_ACCOUNT } from '../contract/accounts';
+import { ACCOUNT_ID, ACCOUNT_ID_RULE } from '../contract/accounts';
+import { startAccount } from '../contract/workflow-ids';
 import { DeliveryClient, DeliveryNotFoundError, DeliveryRequestRejectedError, InvalidInputError } from './delivery-client';
 
 export const EXIT = { ok: 0, error: 1, usage: 2, notFound: 3, refused: 4, unavailable: 5 } as const;
@@ -22,7 +25,9 @@ const HELP = `delivery: start, follow and change deliveries
 Usage: delivery <command> [options]
 
 Commands:
-  check-key                           check the provider API key (DELIVERY_API_KEY)
+  check-key [--account A]             check the account's API key with the courier, read as the
+                                      worker reads it: its entry in DELIVERY_ACCOUNTS_FILE (key
+                                      from its file or variable); without a registry, DELIVERY_API_KEY
   quote    --order FILE|-             price an order without creating anything
   create   --reference REF --order FILE|- [--max-price N --currency EUR] [--quote FILE]
                                       (--quote: the JSON of \`quote --json\` for this order: no second quote)
@@ -44,7 +49,8 @@ Commands:
 
 Options:
   --account A   the courier account of the delivery (default: DELIVERY_ACCOUNT, else \`default\`);
-                a reference is unique within its account
+                a reference is unique within its account; a start or a quote for an account
+                the workers do not serve is refused (exit 2) and leaves no delivery open
   --json        machine-readable output
   -h, --help    this help
 
@@ -150,13 +156,10 @@ export async function main(argv: string[], io = { stdout: process.stdout, stderr
     const account = v.account ?? (process.env.DELIVERY_ACCOUNT || undefined);
     if (account !== undefined && !ACCOUNT_ID.test(account)) throw new InvalidInputError('account', [{ field: v.account !== undefined ? '--account' : 'DELIVERY_ACCOUNT', message: ACCOUNT_ID_RULE }]);
 
+    if (command === 'check-key') return await checkAccountKey(startAccount({ account }), out);
+
     client = await DeliveryClient.connect({ account });
     switch (command) {
-      case 'check-key': {
-        const r = await client.checkKey();
-        out.print(r, () => `the API key is valid for ${r.baseUrl}`);
-        return EXIT.ok;
-      }
       case 'quote': {
         const q = await client.quote(readJson('order') as never);
         out.print(q, () => `price ${formatMoney(q.price)}, valid until ${q.expires_at}`);
@@ -174,7 +177,7 @@ export async function main(argv: string[], io = { stdout: process.stdout, stderr
           out.print(started, () =>
             started.alreadyStarted
               ? `a delivery with reference ${started.reference} exists already (${started.workflowId}); nothing new was started`
-              : `started ${started.workflowId}; follow it with: delivery watch ${started.reference}${started.account === DEFAULT_ACCOUNT ? '' : ` --account ${started.account}`}`,
+              : `started ${started.workflowId}${started.checked ? '' : ' (no worker has checked it yet: it refuses itself if it must)'}; follow it with: delivery watch ${started.reference} --account ${started.account}`,
           );
           return EXIT.ok;
         }
@@ -226,6 +229,57 @@ export async function main(argv: string[], io = { stdout: process.stdout, stderr
     return report(err, io.stderr, v.json);
   } finally {
     await client?.close().catch(() => undefined);
+  }
+}
+
+/**
+ * The account's key as the worker reads it (accounts/registry.ts: the registry file's entry and
+ * its key's file or variable; without a file, the environment's `default`), tried on the courier.
+ * Reads the key on this machine: run it where the worker's files and variables are.
+ */
+async function checkAccountKey(id: string, out: Out): Promise<number> {
+  const registry = workerRegistry().accountRegistryFromEnv(process.env, { watch: false });
+  try {
+    const account = registry.get(id);
+    if (!account) {
+      const where = registry.source === 'environment' ? 'this environment (without DELIVERY_ACCOUNTS_FILE it has only `default`)' : `the registry ${registry.source}`;
+      throw new InvalidInputError('account', [{ field: 'account', message: `no courier account ${id} in ${where}` }]);
+    }
+    const provider = new ProviderClient({ baseUrl: account.baseUrl, apiKey: () => account.apiKey(), timeoutMs: 10_000 });
+    try {
+      await provider.checkKey();
+    } catch (err) {
+      if (isProviderError(err) && err.kind === 'unauthorized') {
+        const from = registry.source === 'environment' ? 'DELIVERY_API_KEY' : `its apiKey in ${registry.source}`;
+        throw new DeliveryRequestRejectedError(`the courier rejected the API key of account ${id} (${from})`, 'ProviderUnauthorized');
+      }
+      throw err;
+    } finally {
+      await provider.close();
+    }
+    const r = { valid: true, account: id, baseUrl: account.baseUrl, registry: registry.source };
+    out.print(r, () => `the API key of account ${id} (${registry.source}) is valid for ${account.baseUrl}`);
+    return EXIT.ok;
+  } finally {
+    registry.close();
+  }
+}
+
+/** What check-key uses of the worker's registry reader (accounts/registry.ts). */
+interface RegistryReader {
+  accountRegistryFromEnv(env: NodeJS.ProcessEnv, o: { watch: boolean }): { source: string; get(id: string): { baseUrl: string; apiKey(): string } | undefined; close(): void };
+}
+
+/**
+ * The worker's own registry reader, loaded by path at run time: the installed client package
+ * holds no worker-side code (tsc leaves this module out of it), so there check-key says where to run it.
+ */
+function workerRegistry(): RegistryReader {
+  try {
+    return createRequire(__filename)('../accounts/registry') as RegistryReader;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'MODULE_NOT_FOUND') throw err;
+    throw new UsageError("check-key reads the worker's account registry and key files: run it where the worker runs (its image or this repository), not from the installed client package");
   }
 }
 
@@ -286,6 +340,9 @@ export function renderState(s: DeliveryState, trace?: string): string {
     ...(trace === undefined ? [] : [`trace       ${trace}`]),
   ];
   if (s.cancellation) lines.push(`cancel      ${renderCancellation(s)}`);
+  // A start the workflow refused ends with no status: its last note says why.
+  const why = s.phase === 'ended' && s.status === undefined ? s.timeline.at(-1)?.note : undefined;
+  if (why) lines.push(`ended       ${printable(why)}`);
   if (s.destinations.length > 0) {
     lines.push('', table(['DESTINATION', 'STATUS', 'WINDOW', 'TRACKING'], s.destinations.map((d) => [d.id, d.status, `${d.timeWindowStart} – ${d.timeWindowEnd}`, d.trackingUrl])));
   }

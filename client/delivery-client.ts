@@ -13,6 +13,7 @@ import {
   WorkflowFailedError,
   WorkflowNotFoundError,
   WorkflowUpdateFailedError,
+  WithStartWorkflowOperation,
   type WorkflowHandle,
 } from '@temporalio/client';
 import { connectClient } from '../temporal/client-connection';
@@ -29,16 +30,17 @@ import {
   type UpdateDeliveryRequest,
 } from '../provider/schemas';
 import { describeIssues, fieldIssues } from '../provider/validation';
-import { approveQuoteUpdate, rejectQuoteUpdate, statusQuery, updateDeliveryUpdate } from '../contract/delivery-messages';
+import { approveQuoteUpdate, rejectQuoteUpdate, startCheckedUpdate, statusQuery, updateDeliveryUpdate } from '../contract/delivery-messages';
 import { timelineTotal, type CarriedQuote, type DeliveryOrder, type DeliveryResult, type DeliveryState, type DeliveryWorkflowInput, type FollowUpSettings, type TimelineEntry } from '../contract/delivery-types';
 import { DeliveryOrderSchema, DeliveryWorkflowInputSchema } from '../contract/schemas';
 import { deliveryStartOptions } from '../workflows/start-options';
 import { quoteFingerprint } from '../workflows/quote-fingerprint';
 import * as SearchAttributes from '../contract/search-attributes';
 import { accountPriority } from '../contract/priorities';
-import { failureTypeIn, reasonOf } from '../contract/failure-cause';
-import { deliveryWorkflowId, parseDeliveryWorkflowId } from '../contract/workflow-ids';
-import { ACCOUNT_ID, ACCOUNT_ID_RULE, DEFAULT_ACCOUNT } from '../contract/accounts';
+import { applicationFailureIn, failureTypeIn, reasonOf } from '../contract/failure-cause';
+import { UNKNOWN_ACCOUNT, WORKFLOW_FAILURE_TYPES } from '../contract/failures';
+import { deliveryWorkflowId, parseDeliveryWorkflowId, startAccount } from '../contract/workflow-ids';
+import { ACCOUNT_ID, ACCOUNT_ID_RULE } from '../contract/accounts';
 import { dataConverterFromEnv } from '../temporal/payload-codec';
 import type { NotifySettings } from '../contract/notification-types';
 import { temporalSettingsFromEnv, type TemporalSettings } from '../temporal/connection';
@@ -56,12 +58,28 @@ export class InvalidInputError extends Error {
   }
 }
 
+/**
+ * A start (or a quote) the workers refused: an account their registry does not have (or no longer
+ * has), or any other issue of the workflow's start check (docs/architecture.md, "Refused before it
+ * starts"). Nothing was quoted or created and no delivery is open; `issues` name each field.
+ */
+export class DeliveryRefusedError extends InvalidInputError {
+  constructor(
+    readonly account: string,
+    issues: FieldIssue[],
+    readonly reference?: string,
+  ) {
+    super(`${reference === undefined ? 'quote' : `delivery ${reference}`} for account ${account}`, issues);
+    this.name = 'DeliveryRefusedError';
+  }
+}
+
 export class DeliveryNotFoundError extends Error {
   constructor(
     readonly reference: string,
-    readonly account: string = DEFAULT_ACCOUNT,
+    readonly account: string,
   ) {
-    super(`no delivery with reference ${reference}${account === DEFAULT_ACCOUNT ? '' : ` in account ${account}`}`);
+    super(`no delivery with reference ${reference} in account ${account}`);
     this.name = 'DeliveryNotFoundError';
   }
 }
@@ -102,6 +120,12 @@ export interface StartedDelivery {
   workflowId: string;
   /** true when a delivery with this reference existed already; nothing new was started. */
   alreadyStarted: boolean;
+  /**
+   * true when a worker's start check passed before this returned; false when none answered within
+   * `startCheckTimeoutMs` (no worker polling): the delivery is started, and its workflow refuses it
+   * itself, as its failure, if it must.
+   */
+  checked: boolean;
 }
 
 export interface DeliverySummary {
@@ -137,7 +161,11 @@ export interface DeliveryClientOptions {
   connection?: Connection;
   /** Follow-up settings for every start of this client; a start's own `followUp` wins field by field. */
   followUp?: Partial<FollowUpSettings>;
+  /** How long startDelivery waits for a worker's start check (default 10 s); see StartedDelivery.checked. */
+  startCheckTimeoutMs?: number;
 }
+
+const DEFAULT_START_CHECK_TIMEOUT_MS = 10_000;
 
 export class DeliveryClient {
   private readonly temporal: Client;
@@ -146,9 +174,11 @@ export class DeliveryClient {
   private readonly connection?: Connection;
   private readonly followUp?: Partial<FollowUpSettings>;
   private readonly account: string;
+  private readonly startCheckTimeoutMs: number;
 
   constructor(o: DeliveryClientOptions) {
-    this.account = o.account ?? DEFAULT_ACCOUNT;
+    this.account = startAccount(o);
+    this.startCheckTimeoutMs = o.startCheckTimeoutMs ?? DEFAULT_START_CHECK_TIMEOUT_MS;
     this.followUp = o.followUp;
     this.temporal = o.temporal;
     this.taskQueue = o.taskQueue;
@@ -177,16 +207,29 @@ export class DeliveryClient {
     await activeTracing()?.spanProcessor.forceFlush(); // a short-lived caller (the CLI) exits right after
   }
 
+  /**
+   * Starts the delivery and waits for the worker's start check (Update-with-Start): a start the
+   * workers refuse (an account their registry does not have, a field their check refuses) throws
+   * DeliveryRefusedError, and the refused workflow has ended already.
+   */
   async startDelivery(order: DeliveryOrder, options: StartOptions): Promise<StartedDelivery> {
     const followUp = this.followUp || options.followUp ? { ...this.followUp, ...options.followUp } : undefined;
     const input = validateStart(order, { ...options, account: options.account ?? this.account, followUp }, Date.now());
-    const account = input.account ?? DEFAULT_ACCOUNT;
+    const account = startAccount(input);
     const workflowId = deliveryWorkflowId(input.reference, account);
+    const started = (checked: boolean, alreadyStarted = false): StartedDelivery => ({ reference: input.reference, account, workflowId, alreadyStarted, checked });
+    // FAIL: a running delivery with this reference is not sent the update; a closed one is refused by REJECT_DUPLICATE.
+    const startWorkflowOperation = new WithStartWorkflowOperation('delivery', { taskQueue: this.taskQueue, ...deliveryStartOptions(input), workflowIdConflictPolicy: 'FAIL' });
     try {
-      await this.temporal.workflow.start('delivery', { taskQueue: this.taskQueue, ...deliveryStartOptions(input) });
-      return { reference: input.reference, account, workflowId, alreadyStarted: false };
+      await this.temporal.withDeadline(Date.now() + this.startCheckTimeoutMs, () => this.temporal.workflow.executeUpdateWithStart(startCheckedUpdate, { startWorkflowOperation }));
+      return started(true);
     } catch (err) {
-      if (err instanceof WorkflowExecutionAlreadyStartedError) return { reference: input.reference, account, workflowId, alreadyStarted: true };
+      if (err instanceof WorkflowExecutionAlreadyStartedError) return started(true, true);
+      if (err instanceof WorkflowUpdateFailedError && failureTypeIn(err.cause) === WORKFLOW_FAILURE_TYPES.invalidInput) {
+        throw new DeliveryRefusedError(account, issuesOf(err.cause) ?? [{ field: 'input', message: reasonOf(err.cause)?.message ?? err.message }], input.reference);
+      }
+      // No worker answered in time: started all the same if the server took the start.
+      if (isDeadline(err) && (await startWorkflowOperation.workflowHandle().then(() => true, () => false))) return started(false);
       throw err;
     }
   }
@@ -204,11 +247,14 @@ export class DeliveryClient {
         taskQueue: this.taskQueue,
         workflowId: `quote:${crypto.randomUUID()}`,
         // The account by argument: a quote's workflow ID does not name it.
-        args: account === DEFAULT_ACCOUNT ? [parsed.data] : [parsed.data, { account }],
-        staticSummary: `quote · ${parsed.data.destinations.length} stop(s)${parsed.data.is_food ? ' · food' : ''}${account === DEFAULT_ACCOUNT ? '' : ` · account ${account}`}`,
+        args: [parsed.data, { account }],
+        staticSummary: `quote · ${parsed.data.destinations.length} stop(s)${parsed.data.is_food ? ' · food' : ''} · account ${account}`,
         priority: accountPriority(parsed.data.is_food, account),
       });
     } catch (err) {
+      if (err instanceof WorkflowFailedError && failureTypeIn(err.cause) === UNKNOWN_ACCOUNT) {
+        throw new DeliveryRefusedError(account, [{ field: 'account', message: reasonOf(err.cause)?.message ?? err.message }]);
+      }
       throw explainFailure(err);
     }
   }
@@ -319,7 +365,7 @@ export class DeliveryClient {
       if (account !== undefined && owner !== account) continue;
       out.push({
         reference: parsed?.reference ?? wf.workflowId,
-        account: owner ?? DEFAULT_ACCOUNT,
+        account: owner ?? '(none)',
         workflowId: wf.workflowId,
         workflowStatus: wf.status.name,
         deliveryStatus: wf.typedSearchAttributes.get(SearchAttributes.DeliveryStatus),
@@ -374,7 +420,17 @@ function validateStart(order: DeliveryOrder, options: StartOptions, nowMs: numbe
   }
   if (issues.length > 0 || !o.success || !parsed.success) throw new InvalidInputError('delivery', issues);
   const { quote, ...rest } = o.data;
-  return { reference: rest.reference, ...(rest.account !== undefined && rest.account !== DEFAULT_ACCOUNT && { account: rest.account }), order: parsed.data, maxPrice: rest.maxPrice, approvalTimeoutMs: rest.approvalTimeoutMs, followUp: rest.followUp, quote, notify: rest.notify };
+  return { reference: rest.reference, ...(rest.account !== undefined && { account: rest.account }), order: parsed.data, maxPrice: rest.maxPrice, approvalTimeoutMs: rest.approvalTimeoutMs, followUp: rest.followUp, quote, notify: rest.notify };
+}
+
+/** The `{ field, message }` issues an InvalidDeliveryInput failure carries (contract/failures.ts). */
+function issuesOf(failure: unknown): FieldIssue[] | undefined {
+  const details = applicationFailureIn(failure)?.details?.[0];
+  return Array.isArray(details) && details.length > 0 ? (details as FieldIssue[]) : undefined;
+}
+
+function isDeadline(err: unknown): boolean {
+  return (err as { code?: number } | undefined)?.code === 4 || /deadline/i.test((err as Error | undefined)?.message ?? ''); // gRPC DEADLINE_EXCEEDED
 }
 
 /** Turns Temporal's failure wrappers into the reason a person needs. */

@@ -1,5 +1,5 @@
 // client/: the client library's public surface for order systems (the `delivery` CLI is beside it, in cli.ts).
-export { DeliveryClient, DeliveryNotFoundError, DeliveryRequestRejectedError, InvalidInputError } from './delivery-client';
+export { DeliveryClient, DeliveryNotFoundError, DeliveryRefusedError, DeliveryRequestRejectedError, InvalidInputError } from './delivery-client';
 export type { StartOptions, StartedDelivery, DeliverySummary, WatchUpdate } from './delivery-client';
 export type { DeliveryOrder, DeliveryState, DeliveryResult, TimelineEntry } from '../contract/delivery-types';
 export { parseNotification, verifyNotification, NotificationVerificationError } from './notifications';

@@ -8,3 +8,9 @@ export const statusQuery = defineQuery<DeliveryState>('status');
 export const updateDeliveryUpdate = defineUpdate<DeliveryState, [UpdateDeliveryRequest]>('updateDelivery');
 export const approveQuoteUpdate = defineUpdate<DeliveryState, []>('approveQuote');
 export const rejectQuoteUpdate = defineUpdate<DeliveryState, [reason: string]>('rejectQuote');
+/**
+ * Sent with the start (Update-with-Start) by the client library: completes once the workflow's
+ * start check has passed, or fails with its InvalidDeliveryInput refusal, so that the caller learns
+ * of a refused start (an unknown account, a bad field) from the start call itself.
+ */
+export const startCheckedUpdate = defineUpdate<void, []>('startChecked');

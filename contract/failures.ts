@@ -30,6 +30,12 @@ export const NON_RETRYABLE_PROVIDER_FAILURES = [
  */
 export const ACCOUNT_PAUSED = 'CourierAccountPaused';
 
+/**
+ * A call for a courier account the worker's registry does not have (any more). A delivery's calls
+ * retry it (the operator may add the account back); a quote or a start fails with it at once.
+ */
+export const UNKNOWN_ACCOUNT = 'UnknownAccount';
+
 export const WORKFLOW_FAILURE_TYPES = {
   quoteRejected: 'QuoteRejected',
   quoteNotApproved: 'QuoteApprovalTimedOut',

@@ -1,4 +1,8 @@
-/** Workflow IDs: deterministic, so the bridge, operators and workers address a workflow without looking it up. */
+/**
+ * Workflow IDs: deterministic, so the bridge, operators and workers address a workflow without
+ * looking it up. The `default` account differs from the others here only: its deliveries and its
+ * gate keep the ID forms of 0.2.0, from before accounts (and a start that names no account is its).
+ */
 import { DEFAULT_ACCOUNT } from './accounts';
 
 const DEFAULT_PREFIX = 'delivery:';
@@ -21,6 +25,22 @@ export function parseDeliveryWorkflowId(workflowId: string): { account: string; 
   const colon = workflowId.indexOf(':', ACCOUNT_PREFIX.length);
   if (colon <= ACCOUNT_PREFIX.length) return undefined;
   return { account: workflowId.slice(ACCOUNT_PREFIX.length, colon), reference: workflowId.slice(colon + 1) };
+}
+
+/** The account a start names; none: `default`, whose deliveries keep the ID form of 0.2.0. */
+export function startAccount(input: { account?: string }): string {
+  return input.account ?? DEFAULT_ACCOUNT;
+}
+
+/**
+ * The courier account of a delivery workflow's ID, or of a pacing gate's on `gateQueue` (the
+ * deliveries' task queue). Any other ID is an error naming it: a workflow that says nothing of its
+ * account must name it explicitly, never be given another account's key.
+ */
+export function accountOfWorkflowId(workflowId: string, gateQueue?: string): string {
+  const account = parseDeliveryWorkflowId(workflowId)?.account ?? (gateQueue === undefined ? undefined : parseGateWorkflowId(workflowId, gateQueue));
+  if (account === undefined) throw new Error(`workflow ID ${JSON.stringify(workflowId)} names no courier account (neither delivery:<reference>, delivery@<account>:<reference> nor a pacing gate's): its calls must name their account`);
+  return account;
 }
 
 export function referenceFromWorkflowId(workflowId: string): string | undefined {

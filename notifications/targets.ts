@@ -9,10 +9,8 @@
  * read from the activity's context, so its input and the history do not change; the start check
  * takes it from the start input it checks.
  */
-import { Context } from '@temporalio/activity';
 import type { AccountRegistry } from '../accounts/registry';
 import { DEFAULT_ACCOUNT } from '../contract/accounts';
-import { parseDeliveryWorkflowId } from '../contract/workflow-ids';
 import type { NotifyConfig, NotifyEndpoint } from './config';
 
 export interface NotifyTargets {
@@ -44,13 +42,3 @@ export function registryTargets(registry: Pick<AccountRegistry, 'get'>): NotifyT
   };
 }
 
-/** The account of the delivery whose activity is running: its workflow ID's; `default` outside a delivery workflow. */
-export function currentAccount(): string {
-  let workflowId: string | undefined;
-  try {
-    workflowId = Context.current().info.workflowExecution?.workflowId;
-  } catch {
-    return DEFAULT_ACCOUNT; // called outside an activity (a check made by a client)
-  }
-  return (workflowId === undefined ? undefined : parseDeliveryWorkflowId(workflowId)?.account) ?? DEFAULT_ACCOUNT;
-}

@@ -6,7 +6,7 @@
  */
 import { z } from 'zod';
 import { workflowContractRegistry } from '../contract/schemas';
-import { ACCOUNT_PAUSED, NON_RETRYABLE_PROVIDER_FAILURES, PROVIDER_FAILURE_TYPES, WORKFLOW_FAILURE_TYPES } from '../contract/failures';
+import { ACCOUNT_PAUSED, UNKNOWN_ACCOUNT, NON_RETRYABLE_PROVIDER_FAILURES, PROVIDER_FAILURE_TYPES, WORKFLOW_FAILURE_TYPES } from '../contract/failures';
 import { DELIVERY_SEARCH_ATTRIBUTES } from '../contract/search-attributes';
 import { DEFAULT_TASK_QUEUE } from '../contract/task-queues';
 import { nexusServiceDocument } from '../nexus/schemas';
@@ -48,7 +48,7 @@ export function workflowContractDocument(): Json {
     'x-temporal-workflow': {
       workflowType: 'delivery',
       taskQueue: `${DEFAULT_TASK_QUEUE} (DELIVERY_TASK_QUEUE of the deployment)`,
-      workflowId: 'delivery:<reference>; any other ID is refused with InvalidDeliveryInput',
+      workflowId: 'delivery:<reference> for the account default, delivery@<account>:<reference> for any other; any other ID is refused with InvalidDeliveryInput',
       workflowIdReusePolicy: 'REJECT_DUPLICATE (a reference is used once, ever)',
       input: ref('DeliveryWorkflowInput'),
       result: ref('DeliveryState'),
@@ -60,6 +60,7 @@ export function workflowContractDocument(): Json {
         updateDelivery: { args: [ref('UpdateDeliveryRequest')], result: ref('DeliveryState'), allowed: 'while phase is following and status CREATED or ASSIGNED; rejected before it reaches history otherwise' },
         approveQuote: { args: [], result: ref('DeliveryState'), allowed: 'while phase is awaiting_approval' },
         rejectQuote: { args: [ref('RejectReason')], result: ref('DeliveryState'), allowed: 'while phase is awaiting_approval' },
+        startChecked: { args: [], result: 'null', allowed: 'sent with the start (Update-with-Start, conflict policy FAIL): completes once the start check passes, fails with InvalidDeliveryInput when it refuses the start (the workflow then ends)' },
       },
       signals: { statusChanged: { args: [ref('StatusChange')], sentBy: 'the webhook bridge' } },
       searchAttributes: DELIVERY_SEARCH_ATTRIBUTES.map((k) => ({ name: k.name, type: k.type, meaning: SEARCH_ATTRIBUTE_NOTES[k.name] })),
@@ -71,6 +72,7 @@ export function workflowContractDocument(): Json {
         ...Object.fromEntries(
           Object.values(PROVIDER_FAILURE_TYPES).map((t) => [t, `the provider's answer, as the cause of an activity failure${NON_RETRYABLE_PROVIDER_FAILURES.includes(t) ? ' (non-retryable)' : ' (retried by the workflow)'}`]),
         ),
+        [UNKNOWN_ACCOUNT]: "non-retryable for a quote (or a delivery's first pacing request): the worker's registry has no such account; a running delivery's calls retry it (the operator may add the account back)",
         [ACCOUNT_PAUSED]: "the cause of an activity failure while the courier refuses the account's key (401) and the account is paused: the call waits for the account's next probe (retried by the workflow, never final; docs/accounts.md)",
       },
     },

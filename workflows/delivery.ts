@@ -43,7 +43,7 @@ import { Notifier } from './notifier';
 import type { NotificationType } from '../contract/notification-types';
 import type { NotificationChange } from '../contract/delivery-types';
 import { accountPriority } from '../contract/priorities';
-import { DEFAULT_ACCOUNT } from '../contract/accounts';
+import { startAccount } from '../contract/workflow-ids';
 import { providerTaskQueues } from '../contract/task-queues';
 import { GateCalls } from './gate';
 import type { PacingSettings } from '../contract/gate-messages';
@@ -100,12 +100,13 @@ const pacingSettings = (account?: string) => {
 
 /** A quote without a delivery: the same paced path (the account's gate) as the delivery workflow's quote. */
 export async function quoteOnly(order: CreateDeliveryRequest, o: { account?: string } = {}): Promise<Quote | CarriedQuote> {
-  const account = o.account ?? DEFAULT_ACCOUNT;
+  // Named to every call: a quote's workflow ID names no account (contract/workflow-ids.ts).
+  const account = startAccount(o);
   const act = providerActivities(order.is_food, account);
-  const pacing = await pacingSettings(o.account);
-  if (pacing.pacing !== 'gate') return act.quotes.quoteDelivery.executeWithOptions(act.labelled('quotes', `quote ${order.destinations.length} stop(s)`), o.account === undefined ? [order] : [order, { account }]);
+  const pacing = await pacingSettings(account);
+  if (pacing.pacing !== 'gate') return act.quotes.quoteDelivery.executeWithOptions(act.labelled('quotes', `quote ${order.destinations.length} stop(s)`), [order, { account }]);
   const fingerprint = quoteFingerprint(order);
-  const { quote } = await new GateCalls(pacing, undefined, o.account).call('quotes', order, { food: order.is_food, fingerprint });
+  const { quote } = await new GateCalls(pacing, undefined, account).call('quotes', order, { food: order.is_food, fingerprint });
   return { ...quote, fingerprint };
 }
 
@@ -122,7 +123,7 @@ export async function delivery(input: DeliveryWorkflowInput): Promise<DeliveryRe
   /** Tells the order system of a change (once the start is checked: nothing is told of a refused start). */
   const tell = (type: NotificationType, change: NotificationChange, entry: TimelineEntry, result?: DeliveryResult) => notifier.outbox.add(type, change, state, entry, result);
   tracker.onChange = (c) => tellChange(c);
-  const act = providerActivities(input.order.is_food === true, input.account ?? DEFAULT_ACCOUNT);
+  const act = providerActivities(input.order.is_food === true, startAccount(input));
   const request = { ...input.order, reference_number: input.reference };
   const pending: StatusChange[] = [];
   const followUp: FollowUpSettings = { ...DEFAULT_FOLLOW_UP, ...input.followUp };

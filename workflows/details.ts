@@ -4,14 +4,13 @@
  * addresses, only ids, statuses, time windows and tracking links.
  */
 import { formatMoney } from '../provider/money';
-import { DEFAULT_ACCOUNT } from '../contract/accounts';
+import { startAccount } from '../contract/workflow-ids';
 import type { DeliveryState, DeliveryWorkflowInput } from '../contract/delivery-types';
 
-/** "3 stops · food · ref A-1042 · account shop-7" (the `default` account is not named, as before accounts). */
+/** "3 stops · food · ref A-1042 · account shop-7": every account named, `default` too. */
 export function deliverySummary(input: Pick<DeliveryWorkflowInput, 'reference' | 'order' | 'account'>): string {
   const n = input.order.destinations.length;
-  const account = input.account !== undefined && input.account !== DEFAULT_ACCOUNT ? `account ${input.account}` : undefined;
-  return [`${n} ${n === 1 ? 'stop' : 'stops'}`, input.order.is_food ? 'food' : undefined, `ref ${input.reference}`, account].filter(Boolean).join(' · ');
+  return [`${n} ${n === 1 ? 'stop' : 'stops'}`, input.order.is_food ? 'food' : undefined, `ref ${input.reference}`, `account ${startAccount(input)}`].filter(Boolean).join(' · ');
 }
 
 function cell(text: string): string {

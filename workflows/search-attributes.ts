@@ -9,16 +9,17 @@
  * deferred to the end of the activation changed places with the commands of the jobs after it,
  * and that history could no longer be replayed (test/histories/baseline/a-signal-and-a-cancellation-*).
  *
- * None is set at the start: on the dev server's SQLite visibility a start with any custom search
- * attribute is taken about 13 % slower (docs/benchmarks.md, scale). The order's own (reference,
- * food, stops) go out with the first upsert the delivery makes anyway, the creation's, or earlier
- * when it waits for approval, or at its end when it never got that far. Until then the delivery is
- * found by its workflow ID, `delivery:<reference>`.
+ * Only DeliveryAccount is set at the start, by the starter (workflows/start-options.ts; the
+ * operator's first filter, for every account): on the dev server's SQLite visibility a start with
+ * any custom search attribute is taken about 13 % slower (docs/benchmarks.md, scale), so no more.
+ * The order's own (reference, food, stops) go out with the first upsert the delivery makes anyway,
+ * the creation's, or earlier when it waits for approval, or at its end when it never got that far.
+ * Until then the delivery is found by its workflow ID.
  */
 import type { SearchAttributeUpdatePair } from '@temporalio/common';
 import { upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { DeliveryWorkflowInput } from '../contract/delivery-types';
-import { DEFAULT_ACCOUNT } from '../contract/accounts';
+import { startAccount } from '../contract/workflow-ids';
 import { DeliveryAccount, DeliveryStatus, DeliveryStatusSince, DestinationCount, IsFood, OrderReference, type StatusSearch } from '../contract/search-attributes';
 
 /** The pairs set within one change, upserted together when it ends; a pair set outside any change goes out at once. */
@@ -59,7 +60,7 @@ export class DeliverySearch {
   private statusSet: string | undefined;
   private policy: StatusSearch = 'every';
 
-  /** Set by the starter (an account other than `default`: workflows/start-options.ts). */
+  /** Set by the starter (the client library and the Nexus operation: workflows/start-options.ts); a start by name may leave it out. */
   private readonly accountSet: boolean;
 
   constructor(private readonly input: Pick<DeliveryWorkflowInput, 'reference' | 'order' | 'account'>) {
@@ -112,6 +113,6 @@ export class DeliverySearch {
     this.batches.set({ key: OrderReference, value: this.input.reference });
     this.batches.set({ key: IsFood, value: this.input.order.is_food });
     this.batches.set({ key: DestinationCount, value: this.input.order.destinations.length });
-    if (!this.accountSet) this.batches.set({ key: DeliveryAccount, value: this.input.account ?? DEFAULT_ACCOUNT });
+    if (!this.accountSet) this.batches.set({ key: DeliveryAccount, value: startAccount(this.input) });
   }
 }

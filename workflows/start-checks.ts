@@ -11,17 +11,21 @@
  * The contract check runs as a local activity (activities/start-checks.ts says why). It is
  * started at the top of the workflow, runs while the handlers are set up, and is awaited before
  * the first provider call or pacing request.
+ *
+ * The `startChecked` update answers with the check's outcome: the client library starts every
+ * delivery with it (Update-with-Start), so a refused start is refused to its caller within the
+ * start call (docs/architecture.md, "Refused before it starts"). A refused workflow waits for that
+ * answer to go out before it fails.
  */
-import { ApplicationFailure, CancellationScope, proxyLocalActivities, setHandler, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { allHandlersFinished, ApplicationFailure, CancellationScope, condition, proxyLocalActivities, setHandler, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { StartCheckActivities } from '../activities/start-checks';
 import type { FieldIssue } from '../provider/schemas';
 import { describeIssues } from '../provider/validation';
 import { WORKFLOW_FAILURE_TYPES } from '../contract/failures';
-import { statusQuery } from '../contract/delivery-messages';
+import { startCheckedUpdate, statusQuery } from '../contract/delivery-messages';
 import { type DeliveryState, type DeliveryWorkflowInput } from '../contract/delivery-types';
 import { OrderReference } from '../contract/search-attributes';
-import { deliveryWorkflowId } from '../contract/workflow-ids';
-import { DEFAULT_ACCOUNT } from '../contract/accounts';
+import { deliveryWorkflowId, startAccount } from '../contract/workflow-ids';
 
 const checks = proxyLocalActivities<StartCheckActivities>({ startToCloseTimeout: '10 seconds', summary: 'check the start input' });
 
@@ -37,9 +41,20 @@ export interface StartChecks {
 
 export function startChecks(input: DeliveryWorkflowInput): StartChecks {
   // A run continued as new carries the state its previous run checked and built.
-  if (workflowInfo().continuedFromExecutionRunId !== undefined) return { readable: true, passed: Promise.resolve() };
+  if (workflowInfo().continuedFromExecutionRunId !== undefined) {
+    setHandler(startCheckedUpdate, () => undefined);
+    return { readable: true, passed: Promise.resolve() };
+  }
   // Checked even when cancelled before its first task (a local activity: cheap).
-  const passed = CancellationScope.nonCancellable(() => check(input));
+  const checking = CancellationScope.nonCancellable(() => check(input));
+  // Set before the workflow's first await: the update comes in the first workflow task.
+  setHandler(startCheckedUpdate, () => checking);
+  const passed = CancellationScope.nonCancellable(() =>
+    checking.catch(async (err: unknown) => {
+      await condition(allHandlersFinished); // the refusal reaches the update's caller before the workflow fails
+      throw err;
+    }),
+  );
   passed.catch(() => undefined); // awaited later in this task: not an unhandled rejection meanwhile
   const given = input as unknown as Record<string, unknown> | null;
   return { readable: isObject(given) && isObject(given.order) && given.resume === undefined, passed };
@@ -48,12 +63,11 @@ export function startChecks(input: DeliveryWorkflowInput): StartChecks {
 async function check(input: DeliveryWorkflowInput): Promise<void> {
   const issues: FieldIssue[] = await checks.checkDeliveryInput(input);
   const given = (input as Partial<DeliveryWorkflowInput> | null | undefined)?.reference;
-  const account = (input as Partial<DeliveryWorkflowInput> | null | undefined)?.account ?? DEFAULT_ACCOUNT;
+  const account = startAccount((input as Partial<DeliveryWorkflowInput> | null | undefined) ?? {});
   const reference = typeof given === 'string' && !issues.some((i) => i.field === 'reference' || i.field === 'account') ? given : undefined;
   const expectedId = reference === undefined ? undefined : deliveryWorkflowId(reference, account);
   if (expectedId !== undefined && workflowInfo().workflowId !== expectedId) {
-    const form = account === DEFAULT_ACCOUNT ? 'delivery:<reference>' : 'delivery@<account>:<reference>';
-    issues.push({ field: 'workflowId', message: `must be ${JSON.stringify(expectedId)} (${form}), so that webhooks and clients find the delivery` });
+    issues.push({ field: 'workflowId', message: `must be ${JSON.stringify(expectedId)} (deliveryWorkflowId of its reference and account), so that webhooks and clients find the delivery` });
   }
   if (issues.length > 0) {
     const message = `invalid delivery input, nothing was quoted or created: ${describeIssues(issues)}`;

@@ -61,3 +61,26 @@ export async function startAccountStack(registryFile: string, prefix: string, o:
     },
   };
 }
+
+export interface RegistryFolder {
+  dir: string;
+  /** The registry file, accounts.json in `dir`. */
+  file: string;
+  /** Writes the registry with these accounts' entries: aside, then renamed over, so no reader meets it half written. */
+  write(ids: string[]): void;
+}
+
+/** A folder holding `<id>.key` with each account's key, and the registry file naming them (`entry` gives each account's fields but its key). */
+export function registryFolder(prefix: string, keys: Record<string, string>, entry: (id: string) => Record<string, unknown>): RegistryFolder {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  for (const [id, key] of Object.entries(keys)) writeFileSync(join(dir, `${id}.key`), key);
+  const file = join(dir, 'accounts.json');
+  return {
+    dir,
+    file,
+    write(ids) {
+      writeFileSync(`${file}.tmp`, JSON.stringify({ accounts: ids.map((id) => ({ id, apiKey: { file: `${id}.key` }, ...entry(id) })) }));
+      renameSync(`${file}.tmp`, file);
+    },
+  };
+}

@@ -40,7 +40,7 @@ describe('a delivery, end to end', () => {
   it('is created once, followed through signed webhooks, and ends DELIVERED with a tracking link per destination', async () => {
     const reference = newReference();
     const started = await stack.deliveries.startDelivery(order(3), { reference });
-    expect(started).toEqual({ reference, account: 'default', workflowId: `delivery:${reference}`, alreadyStarted: false });
+    expect(started).toEqual({ reference, account: 'default', workflowId: `delivery:${reference}`, alreadyStarted: false, checked: true });
     const again = await stack.deliveries.startDelivery(order(3), { reference });
     expect(again.alreadyStarted).toBe(true);
 

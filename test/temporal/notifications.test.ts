@@ -6,7 +6,7 @@
 import { getEventListeners } from 'node:events';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { WorkflowNotFoundError } from '@temporalio/client';
-import { DeliveryRequestRejectedError, InvalidInputError } from '../../client/delivery-client';
+import { DeliveryRefusedError, DeliveryRequestRejectedError, InvalidInputError } from '../../client/delivery-client';
 import type { DeliveryNotification } from '../../contract/delivery-types';
 import type { DeliveryWorkflowInput } from '../../contract/delivery-types';
 import { deliveryWorkflowId } from '../../contract/workflow-ids';
@@ -217,7 +217,10 @@ describe('notifications', () => {
     await expect(stack.temporal.workflow.getHandle(deliveryWorkflowId('NOTIFY-URL')).describe()).rejects.toBeInstanceOf(WorkflowNotFoundError);
 
     const mark = stack.sim.requestLog().length;
-    await stack.deliveries.startDelivery(deliveryRequest(), { reference: 'NOTIFY-UNKNOWN', notify: { endpoint: 'billing' } });
+    // Refused to the caller within the start (the worker's check), and the workflow ended with the same reason.
+    await expect(stack.deliveries.startDelivery(deliveryRequest(), { reference: 'NOTIFY-UNKNOWN', notify: { endpoint: 'billing' } })).rejects.toThrow(
+      expect.objectContaining({ constructor: DeliveryRefusedError, issues: [expect.objectContaining({ field: 'notify.endpoint' })] }),
+    );
     const failure = await stack.deliveries.result('NOTIFY-UNKNOWN').catch((e: unknown) => e);
     expect(failure).toBeInstanceOf(DeliveryRequestRejectedError);
     expect(failure).toMatchObject({ type: 'InvalidDeliveryInput', message: expect.stringMatching(/notify\.endpoint: no notification endpoint named billing \(configured: orders, flaky, gone/) });

@@ -47,7 +47,7 @@ describe('a Unicode reference', () => {
   it.each(['ORD-€42', '注文-1001'])('%s is created once end to end, found by reference, and followed to DELIVERED', async (reference) => {
     const started = await stack.deliveries.startDelivery(order(2), { reference });
     // The workflow ID is still delivery:<reference>, Unicode and all.
-    expect(started).toEqual({ reference, account: 'default', workflowId: `delivery:${reference}`, alreadyStarted: false });
+    expect(started).toEqual({ reference, account: 'default', workflowId: `delivery:${reference}`, alreadyStarted: false, checked: true });
 
     const created = await createdDelivery(stack, reference);
     expect(created.reference).toBe(reference);

@@ -33,13 +33,13 @@ describe('the workflow contract (docs/workflow-contract.json)', () => {
     expect(checkedIn).toEqual(workflowContractDocument());
   });
 
-  it('describes the input, the result, the status query, the three updates and the signal', () => {
+  it('describes the input, the result, the status query, the four updates and the signal', () => {
     const w = checkedIn['x-temporal-workflow'];
     expect(w.workflowType).toBe('delivery');
     expect(w.input).toEqual({ $ref: '#/$defs/DeliveryWorkflowInput' });
     expect(w.result).toEqual({ $ref: '#/$defs/DeliveryState' });
     expect(w.queries.status.result).toEqual({ $ref: '#/$defs/DeliveryState' });
-    expect(Object.keys(w.updates).sort()).toEqual(['approveQuote', 'rejectQuote', 'updateDelivery']);
+    expect(Object.keys(w.updates).sort()).toEqual(['approveQuote', 'rejectQuote', 'startChecked', 'updateDelivery']);
     expect(w.updates.updateDelivery.args).toEqual([{ $ref: '#/$defs/UpdateDeliveryRequest' }]);
     expect(w.signals.statusChanged.args).toEqual([{ $ref: '#/$defs/StatusChange' }]);
     expect(w.searchAttributes.map((a: { name: string }) => a.name)).toEqual(DELIVERY_SEARCH_ATTRIBUTES.map((k) => k.name));

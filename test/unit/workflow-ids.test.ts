@@ -1,5 +1,5 @@
 import { providerTaskQueues, workflowTaskQueueOf } from '../../contract/task-queues';
-import { deliveryWorkflowId, gateWorkflowId, parseDeliveryWorkflowId, parseGateWorkflowId, referenceFromWorkflowId } from '../../contract/workflow-ids';
+import { accountOfWorkflowId, deliveryWorkflowId, gateWorkflowId, parseDeliveryWorkflowId, parseGateWorkflowId, referenceFromWorkflowId } from '../../contract/workflow-ids';
 
 describe('workflow IDs by account', () => {
   it('keeps the form before accounts for `default`, and gives every other account its own', () => {
@@ -33,5 +33,15 @@ describe('workflow IDs by account', () => {
       for (const q of Object.values(providerTaskQueues(queue))) expect(workflowTaskQueueOf(q)).toBe(queue);
     }
     expect(workflowTaskQueueOf('deliveries.pacing-gate')).toBeUndefined();
+  });
+
+  it('one parser for the account of any workflow ID: a delivery\'s or a gate\'s; any other ID is an error naming it, never `default`', () => {
+    expect(accountOfWorkflowId(deliveryWorkflowId('A-1'))).toBe('default');
+    expect(accountOfWorkflowId(deliveryWorkflowId('A-1', 'acme'))).toBe('acme');
+    expect(accountOfWorkflowId(gateWorkflowId('deliveries', 'acme'), 'deliveries')).toBe('acme');
+    expect(accountOfWorkflowId(gateWorkflowId('deliveries'), 'deliveries')).toBe('default');
+    for (const id of ['quote:3f2a', 'order-A-1', '', 'delivery@:A-1', gateWorkflowId('deliveries', 'acme')]) {
+      expect(() => accountOfWorkflowId(id)).toThrow(`workflow ID ${JSON.stringify(id)} names no courier account`);
+    }
   });
 });
