@@ -8,7 +8,7 @@ import { providerClientsFor } from '../../accounts/provider-clients';
 import { createProviderActivities } from '../../activities/provider-activities';
 import { DeliveryClient } from '../../client/delivery-client';
 import { testClient } from './temporal';
-import { startWorkers, type RunningWorkers } from './workers';
+import { startWorkers, type RunningWorkers, type StartWorkersOptions } from './workers';
 
 export interface AccountStack {
   registry: AccountRegistry;
@@ -20,10 +20,11 @@ export interface AccountStack {
   stop(): Promise<void>;
 }
 
-export async function startAccountStack(registryFile: string, prefix: string): Promise<AccountStack> {
+/** `o`: the workers' task queue and pacing (a restart on the queue of a stack stopped before; default a queue of its own, limits no test waits on). */
+export async function startAccountStack(registryFile: string, prefix: string, o: Pick<StartWorkersOptions, 'taskQueue' | 'pacing'> = {}): Promise<AccountStack> {
   const registry = accountRegistryFromEnv({ DELIVERY_ACCOUNTS_FILE: registryFile, DELIVERY_ACCOUNTS_RELOAD_MS: '100' });
   const clients = providerClientsFor(registry, { timeoutMs: 5_000 });
-  const workers = await startWorkers(createProviderActivities((account) => clients.forAccount(account)), { prefix, accounts: registry });
+  const workers = await startWorkers(createProviderActivities((account) => clients.forAccount(account)), { prefix, accounts: registry, ...o });
   const { client: temporal, connection }: { client: Client; connection: Connection } = await testClient();
   const started: string[] = [];
   return {
