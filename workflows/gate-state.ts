@@ -57,7 +57,11 @@ export class GateState {
   waiting: Waiting[] = [];
   readonly inFlight = new Map<string, Call>();
 
-  constructor(readonly s: GateSnapshot) {}
+  /** `onAnswerOnce`: called where a quote's answer is left out for `answerOnce` (the gate workflow marks a patch of 0.3.0 there). */
+  constructor(
+    readonly s: GateSnapshot,
+    private readonly onAnswerOnce: () => void = () => undefined,
+  ) {}
 
   static empty(config: GateConfig): GateState {
     return new GateState({ config, busyUntil: { creations: [], quotes: [] }, pausedUntil: { creations: 0, quotes: 0 }, outage: { failing: [], probes: 0, until: 0 }, quotes: [], counts: { calls: 0, shared: 0, retried: 0 }, answered: [] });
@@ -104,7 +108,7 @@ export class GateState {
     const max = r.create?.maxPrice;
     if (!r.create || (max && !withinMaxPrice(quote.price, max))) return { n: r.n, quote, shared };
     this.enqueue({ ...r, family: 'creations', fingerprint: undefined, create: undefined, quote, ...(shared && { quoteShared: true }), retryAt: 0, attempts: 0, unclear: false });
-    if (r.create.answerOnce && this.freeForAllWaiting('creations', now)) return undefined;
+    if (r.create.answerOnce && this.freeForAllWaiting('creations', now)) return void this.onAnswerOnce();
     return { n: r.n, quote, shared, creating: true };
   }
 
