@@ -16,7 +16,7 @@ import { deliveryRequest } from '../fixtures/orders';
 import { eventually } from '../helpers/stack';
 import { startAccountStack, type AccountStack } from '../helpers/account-stack';
 
-jest.setTimeout(120_000);
+jest.setTimeout(240_000);
 
 const KEY = 'key-shop-l';
 const WINDOW_MS = 3_000;
@@ -59,7 +59,8 @@ test('a registry file whose limits changed, then a worker restart with no reload
   writeRegistry(3);
   const before = await startAccountStack(join(dir, 'accounts.json'), 'gate-limits');
   stacks.push(before);
-  const gate = before.temporal.workflow.getHandle(gateWorkflowId(before.workers.taskQueue, 'shop-l'));
+  const gateId = gateWorkflowId(before.workers.taskQueue, 'shop-l');
+  let gate = before.temporal.workflow.getHandle(gateId);
   const first = ['LIM-0', 'LIM-1', 'LIM-2'];
   await startAll(before, first);
   await eventually('the first orders created', () => (created(first) ? true : undefined));
@@ -67,9 +68,12 @@ test('a registry file whose limits changed, then a worker restart with no reload
 
   // The config map changes while the workers are down; they restart on the same queue.
   await before.stop();
+  stacks.splice(stacks.indexOf(before), 1);
   writeRegistry(1);
   const after = await startAccountStack(join(dir, 'accounts.json'), 'gate-limits', { taskQueue: before.workers.taskQueue });
   stacks.push(after);
+  after.started.push(gateId); // terminated at the end, with the deliveries
+  gate = after.temporal.workflow.getHandle(gateId); // the first stack's connection is closed
   expect((await gate.describe()).status.name).toBe('RUNNING'); // the same gate, across the restart
 
   const next = ['LIM-3', 'LIM-4', 'LIM-5', 'LIM-6'];
