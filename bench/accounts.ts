@@ -137,7 +137,7 @@ async function idlePhase(e: Env) {
 }
 
 export async function accountsBenchmark(): Promise<BenchmarkOutput> {
-  return withBenchStack(progress, num('TIME_LIMIT_MIN', 30) * 60_000, { serverArgs: FAIRNESS ? [] : ['--dynamic-config-value', 'matching.enableFairness=false'] }, async (stack) => {
+  return withBenchStack(progress, num('TIME_LIMIT_MIN', 30) * 60_000, { server: { dynamicConfig: FAIRNESS ? {} : { 'matching.enableFairness': false } } }, async (stack) => {
     const { sim, url } = await stack.simulator({ timeScale: SCALE });
     const dir = mkdtempSync(join(tmpdir(), 'bench-accounts-'));
     stack.cleanup.add(() => rmSync(dir, { recursive: true, force: true }));

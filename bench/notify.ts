@@ -91,7 +91,7 @@ async function floorPhases(temporal: Client, start: () => Promise<{ output(): st
 
 export async function notifyBenchmark(): Promise<BenchmarkOutput> {
   const metricsUrl = new URL(`http://127.0.0.1:${await freePort()}/metrics`);
-  return withBenchStack(progress, 40 * 60_000, { serverArgs: ['--metrics-port', metricsUrl.port] }, async (stack) => {
+  return withBenchStack(progress, 40 * 60_000, { server: { metricsPort: Number(metricsUrl.port) } }, async (stack) => {
     const { server, cleanup } = stack;
     // The order system's endpoint; `down` makes it answer 503. Arrival times by `<deliveryId>:<status>`, first arrival only.
     const receiver = await startReceiver();

@@ -17,7 +17,7 @@ import { Cleanup, procStat } from './measure';
 import { freeClusterPorts, SERVICE_PROCESSES, TemporalCluster } from '../scripts/cluster/temporal-cluster';
 import { ensureServerTools } from '../scripts/cluster/tools';
 import { ensureTemporalCli } from '../scripts/temporal-cli';
-import { startDevServer } from '../scripts/temporal-dev-server';
+import { startDevServer, type DevServerOptions } from '../scripts/temporal-dev-server';
 import { parsePrometheusText } from '../test/helpers/prometheus';
 
 /** Every process this one started, and theirs (from /proc): a benchmark leaves none behind. */
@@ -54,9 +54,10 @@ export function killDescendants(): number[] {
 /** The Temporal a run is on: a dev server (`process`) or a cluster, with its server processes for CPU. */
 export type BenchTemporal = { address: string; namespace: string; stop(): Promise<void>; pids(): number[]; process?: ChildProcess; postgresDataDir?: string };
 
-async function startBenchServer(progress: (line: string) => void, cli: string, extraArgs: string[]): Promise<BenchTemporal> {
+async function startBenchServer(progress: (line: string) => void, o: Pick<DevServerOptions, 'dynamicConfig' | 'metricsPort'>): Promise<BenchTemporal> {
+  const tools = await ensureServerTools(progress);
   progress('starting a Temporal dev server (one partition per task queue)...');
-  const server = await startDevServer({ cli, namespace: 'default', extraArgs });
+  const server = await startDevServer({ tools, namespace: 'default', ...o });
   return { address: server.address, namespace: server.namespace, stop: () => server.stop(), pids: () => [server.process.pid!], process: server.process };
 }
 
@@ -77,18 +78,18 @@ async function startBenchCluster(progress: (line: string) => void, cli: string):
   return { address: cluster.address, namespace: cluster.namespace, stop, pids, postgresDataDir: cluster.postgres.dataDir };
 }
 
-type StackOptions = { cluster?: boolean; serverArgs?: string[]; group?: ProcessGroupOptions };
+type StackOptions = { cluster?: boolean; server?: Pick<DevServerOptions, 'dynamicConfig' | 'metricsPort'>; group?: ProcessGroupOptions };
 export type BenchStack = Awaited<ReturnType<typeof benchStack>>;
 
 /**
- * Temporal under a watchdog (`cluster`: the cluster of `npm run cluster`, else a dev server told `serverArgs` besides) and what
+ * Temporal under a watchdog (`cluster`: the cluster of `npm run cluster`, else a dev server with the `server` options besides) and what
  * a benchmark adds around it (processes, simulators, clients, the workflow bundle), each undone by close(), last first.
  */
 export async function benchStack(progress: (line: string) => void, timeLimitMs: number, o: StackOptions = {}) {
   const cleanup = new Cleanup();
   const timer = watchdog(progress, timeLimitMs);
   const cli = await ensureTemporalCli(progress);
-  const server = o.cluster ? await startBenchCluster(progress, cli) : await startBenchServer(progress, cli, o.serverArgs ?? []);
+  const server = o.cluster ? await startBenchCluster(progress, cli) : await startBenchServer(progress, o.server ?? {});
   cleanup.add(() => server.stop());
   cleanup.add(() => clearTimeout(timer));
   const processes = new ProcessGroup({ maxOutputChars: 200_000, ...o.group });

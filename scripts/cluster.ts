@@ -3,7 +3,7 @@
  * with Temporal as a production-shaped cluster instead of the dev server:
  *   - PostgreSQL in .data/cluster/postgresql on 127.0.0.1:5433 (initdb on first run; installed
  *     from Debian where missing and possible), schema created and upgraded with temporal-sql-tool;
- *   - Temporal v1.29.1: frontend (127.0.0.1:7233), 2 history, 2 matching and the worker service,
+ *   - Temporal v1.32.1: frontend (127.0.0.1:7233), 2 history, 2 matching and the worker service,
  *     each its own OS process (scripts/cluster/temporal-cluster.ts, deploy/temporal-cluster.yaml,
  *     dynamic config deploy/temporal-dynamic-config.yaml), 4 history shards;
  *   - the Web UI (ui-server, http://127.0.0.1:8233) decrypting through the codec endpoint (:8234);

@@ -22,7 +22,7 @@ import { generatePayloadKey, LOCAL_STACK_KEYS_FILE } from '../temporal/payload-c
 import { parseEnv } from '../provider/validation';
 import { generateWebhookSecret, secretFingerprint, WebhookSecretSchema } from '../provider/webhook-signature';
 import { z } from 'zod';
-import { ensureTemporalCli } from './temporal-cli';
+import { ensureServerTools } from './cluster/tools';
 import { describeEndpoints, notifyConfigFromEnv } from '../notifications/config';
 import { ENTRY, localStack } from './processes';
 import { setUpLocalNexus } from './nexus-setup';
@@ -81,15 +81,17 @@ async function main(): Promise<void> {
 
   // The worker reads DELIVERY_NOTIFY_ENDPOINTS / _SECRETS from this environment; checked here first so a mistake stops the start at once.
   const notifyEndpoints = describeEndpoints(notifyConfigFromEnv());
-  const cli = await ensureTemporalCli((l) => log(l));
+  const tools = await ensureServerTools((l) => log(l));
   log('starting the Temporal dev server...');
   devServer = await startDevServer({
-    cli,
+    tools,
     port: TEMPORAL_PORT,
     uiPort: TEMPORAL_UI_PORT,
     dbFilename: join(dataDir, 'temporal.db'),
-    extraArgs: ['--ui-codec-endpoint', CODEC_URL, '--metrics-port', String(DEV_SERVER_METRICS_PORT)],
+    codecEndpoint: CODEC_URL,
+    metricsPort: DEV_SERVER_METRICS_PORT,
   });
+  log(`Temporal server ${devServer.serverVersion} on ${devServer.address}`);
   // Order systems in their own namespace call the deliveries through Nexus (examples/nexus-order-system).
   await setUpLocalNexus(devServer.address, devServer.namespace, log);
 
@@ -118,7 +120,7 @@ async function main(): Promise<void> {
 
   log('');
   log('the local stack is up:');
-  log(`  Temporal         ${devServer.address} (namespace ${devServer.namespace})`);
+  log(`  Temporal         ${devServer.address} (server ${devServer.serverVersion}, namespace ${devServer.namespace})`);
   log(`  Temporal Web UI  ${devServer.uiUrl}`);
   log(`  provider sandbox ${SIMULATOR_URL} (API key: sandbox-key; dashboard ${SIMULATOR_URL}/_sim)`);
   log(`  webhook bridge   ${BRIDGE_URL}/webhooks/delivery${accounts ? '/<account>' : ''} (recent webhooks and metrics: ${BRIDGE_ADMIN_URL}/, loopback only)`);

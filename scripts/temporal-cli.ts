@@ -1,5 +1,7 @@
 /**
- * Finds the Temporal CLI (dev server and Web UI in one binary), fetching it only when missing:
+ * Finds the Temporal CLI, the command-line client that the cluster's setup (namespace, search
+ * attributes) and some tests run (`temporal workflow show`, ...; the dev server is temporal-server
+ * itself, scripts/temporal-dev-server.ts), fetching it only when missing:
  *   1. TEMPORAL_CLI_PATH, if set (it must exist);
  *   2. `temporal` on PATH;
  *   3. the cached one in $TEMPORAL_CLI_CACHE_DIR (default ~/.cache/delivery-orchestrator);

@@ -5,8 +5,9 @@
  * process with its own gRPC and membership ports, all rendered from deploy/temporal-cluster.yaml
  * and reading deploy/temporal-dynamic-config.yaml. The `default` namespace and the project's
  * search attributes are registered with the Temporal CLI; the Web UI server is optional. Nexus
- * (the service `deliveries`, nexus/) works as server 1.29.1 needs it: the frontend's HTTP port
- * (deploy/temporal-cluster.yaml) and the callback settings in this cluster's dynamic config.
+ * (the service `deliveries`, nexus/) works as the server needs it: the frontend's HTTP port
+ * (deploy/temporal-cluster.yaml) and the callback settings in this cluster's dynamic config
+ * (nexusDynamicConfig, scripts/temporal-server-config.ts).
  *
  * Used by `npm run cluster` (scripts/cluster.ts), the `cluster` test project and the limits bench.
  * Every process can be killed and started again on the same ports (the fault tests do).
@@ -21,6 +22,7 @@ import { Connection } from '@temporalio/client';
 import { connectClient } from '../../temporal/client-connection';
 import { DELIVERY_SEARCH_ATTRIBUTES } from '../../contract/search-attributes';
 import { accepts, freePort, stopProcess } from '../temporal-dev-server';
+import { dynamicConfigYaml, nexusDynamicConfig, uiServerArgs } from '../temporal-server-config';
 import { Postgres, storedPassword } from './postgres';
 import { ensureSchema } from './schema';
 import { TEMPORAL_SERVER_VERSION, type ServerTools } from './tools';
@@ -190,7 +192,7 @@ export class TemporalCluster {
       output: (line) => o.output?.('postgresql', line),
     });
     this.dynamicConfigFile = join(o.dataDir, 'temporal-dynamic-config.yaml');
-    writeFileSync(this.dynamicConfigFile, readFileSync(DYNAMIC_CONFIG, 'utf8') + nexusDynamicConfig(o.ports.frontendHttp));
+    writeFileSync(this.dynamicConfigFile, `${readFileSync(DYNAMIC_CONFIG, 'utf8')}\n# Nexus, for this cluster's frontend HTTP port (scripts/cluster/temporal-cluster.ts).\n${dynamicConfigYaml(nexusDynamicConfig(o.ports.frontendHttp))}`);
   }
 
   /** Every port this cluster listens on, with what it is for. */
@@ -391,21 +393,8 @@ export class TemporalCluster {
   }
 
   private async startUi(): Promise<Run> {
-    const dir = join(this.o.dataDir, 'ui-config');
-    mkdirSync(dir, { recursive: true });
-    const config = {
-      temporalGrpcAddress: this.address,
-      host: '127.0.0.1',
-      port: this.o.ports.ui,
-      enableUi: true,
-      defaultNamespace: this.namespace,
-      cors: { allowOrigins: [this.uiUrl], cookieInsecure: true },
-      codec: { endpoint: this.o.codecEndpoint ?? '' },
-      hideLogs: true,
-    };
-    // JSON is YAML: the ui-server reads <config>/<env>.yaml.
-    writeFileSync(join(dir, 'cluster.yaml'), JSON.stringify(config, null, 2) + '\n');
-    const proc = this.spawnLogged('ui', 'ui', this.o.tools.uiServer, ['--root', this.o.dataDir, '--config', 'ui-config', '--env', 'cluster', 'start'], { PATH: process.env.PATH, HOME: process.env.HOME });
+    const args = uiServerArgs(this.o.dataDir, { grpcAddress: this.address, port: this.o.ports.ui!, namespace: this.namespace, codecEndpoint: this.o.codecEndpoint });
+    const proc = this.spawnLogged('ui', 'ui', this.o.tools.uiServer, args, { PATH: process.env.PATH, HOME: process.env.HOME });
     const deadline = Date.now() + 60_000;
     for (;;) {
       if (proc.child.exitCode !== null || proc.child.signalCode !== null) throw new Error(`the Temporal Web UI server exited while starting:\n${proc.recent.trim()}`);
@@ -427,29 +416,6 @@ export class TemporalCluster {
     for (const stage of [...STOP_ORDER, rest]) await Promise.all(stage.map((name) => this.processes.get(name)).map((p) => p && stopProcess(p.child, 15_000)));
     await this.postgres.stop();
   }
-}
-
-/**
- * What server 1.29.1 needs for Nexus besides the frontend's HTTP port: Nexus on, the URL a
- * handler calls back when an asynchronous operation ends (the frontend's HTTP API; for calls
- * between namespaces of one cluster the server resolves it through membership), and that URL's
- * address allowed as a callback target (plain HTTP, loopback only).
- */
-export function nexusDynamicConfig(frontendHttpPort: number): string {
-  const address = `127.0.0.1:${frontendHttpPort}`;
-  return [
-    '',
-    '# Nexus, added by scripts/cluster/temporal-cluster.ts for this cluster\'s frontend HTTP port.',
-    'system.enableNexus:',
-    '  - value: true',
-    'component.nexusoperations.callback.endpoint.template:',
-    `  - value: "http://${address}/namespaces/{{.NamespaceName}}/nexus/callback"`,
-    'component.callbacks.allowedAddresses:',
-    '  - value:',
-    `      - Pattern: "${address}"`,
-    '        AllowInsecure: true',
-    '',
-  ].join('\n');
 }
 
 /** Every port a cluster with these ports listens on, with what it is for. */

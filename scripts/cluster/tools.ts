@@ -1,11 +1,13 @@
 /**
- * The Temporal server tools of the cluster (`npm run cluster`, the `cluster` test project), found
- * in the cache or built with Go once, the way scripts/temporal-cli.ts builds the CLI:
- *   - temporal-server and temporal-sql-tool (go.temporal.io/server v1.29.1, the version the CLI's
- *     dev server embeds) with the module's PostgreSQL schema files beside them, in
- *     $TEMPORAL_CLI_CACHE_DIR/temporal-server-v1.29.1 (default ~/.cache/delivery-orchestrator);
- *   - temporal-ui-server (github.com/temporalio/ui-server/v2 v2.42.1, the Web UI the CLI embeds)
- *     in .../temporal-ui-server-v2.42.1.
+ * The Temporal server tools of the local dev server (`npm start`, the `temporal` test project:
+ * scripts/temporal-dev-server.ts) and of the cluster (`npm run cluster`, the `cluster` test
+ * project), found in the cache or built with Go once, the way scripts/temporal-cli.ts builds the CLI:
+ *   - temporal-server and temporal-sql-tool (go.temporal.io/server v1.32.1, the newest that builds
+ *     with this machine's Go 1.26.8: v1.32.2 needs Go 1.26.10) with the module's PostgreSQL schema
+ *     files beside them, in $TEMPORAL_CLI_CACHE_DIR/temporal-server-v1.32.1 (default
+ *     ~/.cache/delivery-orchestrator);
+ *   - temporal-ui-server (github.com/temporalio/ui-server/v2 v2.58.1, the newest the Go module
+ *     proxy serves) in .../temporal-ui-server-v2.58.1.
  * TEMPORAL_SERVER_TOOLS_DIR names a directory that already holds all of them (e.g. from an image).
  */
 import { spawn, spawnSync } from 'node:child_process';
@@ -14,8 +16,8 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { isExecutable, onPath, toolCacheBase, tryLock } from '../temporal-cli';
 
-export const TEMPORAL_SERVER_VERSION = 'v1.29.1';
-export const TEMPORAL_UI_SERVER_VERSION = 'v2.42.1';
+export const TEMPORAL_SERVER_VERSION = 'v1.32.1';
+export const TEMPORAL_UI_SERVER_VERSION = 'v2.58.1';
 const SERVER_MODULE = 'go.temporal.io/server';
 const UI_MODULE = 'github.com/temporalio/ui-server/v2';
 
@@ -71,7 +73,7 @@ export async function ensureServerTools(log: Log = (l) => console.error(l), env:
   if (!go) {
     throw new Error(
       'The Temporal server tools are not built yet and Go is not installed to build them.\n' +
-        `  Install Go 1.24 or later (this project then builds ${SERVER_MODULE} ${TEMPORAL_SERVER_VERSION} and ${UI_MODULE} ${TEMPORAL_UI_SERVER_VERSION}),\n` +
+        `  Install Go 1.26.8 or later (this project then builds ${SERVER_MODULE} ${TEMPORAL_SERVER_VERSION} and ${UI_MODULE} ${TEMPORAL_UI_SERVER_VERSION}),\n` +
         '  or set TEMPORAL_SERVER_TOOLS_DIR to a directory holding temporal-server, temporal-sql-tool, temporal-ui-server and schema/postgresql/v12.',
     );
   }

@@ -1,15 +1,26 @@
 /**
- * Proves the provisioned Temporal server works for this project: a worker on it runs a
- * workflow end to end, our search attributes are registered, and task queues have a single
- * partition (so a task-queue rate limit holds in one place).
+ * Proves the provisioned Temporal server works for this project: it is the server version the
+ * project names, a worker on it runs a workflow end to end, our search attributes are registered,
+ * and task queues have a single partition (so a task-queue rate limit holds in one place).
  */
 import { encodeSearchAttributeIndexedValueType } from '@temporalio/common/lib/search-attributes';
 import { Worker } from '@temporalio/worker';
 import { DELIVERY_SEARCH_ATTRIBUTES } from '../../contract/search-attributes';
 import { testClient, testNativeConnection, testServerAddress, uniqueTaskQueue } from '../helpers/temporal';
 import { greetingWorkflow } from './fixtures/greeting-workflow';
+import { TEMPORAL_SERVER_VERSION } from '../../scripts/cluster/tools';
 
 describe('the Temporal dev server started for the tests', () => {
+  it(`is Temporal server ${TEMPORAL_SERVER_VERSION}`, async () => {
+    const { connection } = await testClient();
+    try {
+      const info = await connection.workflowService.getSystemInfo({});
+      expect(`v${info.serverVersion}`).toBe(TEMPORAL_SERVER_VERSION);
+    } finally {
+      await connection.close();
+    }
+  });
+
   it('runs a workflow with an activity to completion', async () => {
     const { client, connection } = await testClient();
     const nativeConnection = await testNativeConnection();

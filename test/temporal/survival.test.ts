@@ -21,6 +21,7 @@ import { join } from 'node:path';
 import { DeliveryClient } from '../../client/delivery-client';
 import type { DeliveryRecord } from '../../provider/schemas';
 import { startDevServer, type DevServer } from '../../scripts/temporal-dev-server';
+import { ensureServerTools } from '../../scripts/cluster/tools';
 import type { WebhookAttempt, WebhookDispatch } from '../../simulator/webhooks';
 import type { DeliveryOrder, DeliveryResult } from '../../contract/delivery-types';
 import { deliveryWorkflowId } from '../../contract/workflow-ids';
@@ -394,12 +395,11 @@ it(`${DELIVERIES} deliveries end in the provider's true state, once each, while 
 
 it(`${DELIVERIES} open deliveries carry on and end correctly after the Temporal server stops and starts again on its database file`, async () => {
   // A dev server of this test's own, on a SQLite file, so the shared one is never touched.
-  const cli = process.env.TEMPORAL_CLI_PATH;
-  if (!cli) throw new Error('TEMPORAL_CLI_PATH is not set: run this test through jest (the `temporal` project sets it)');
+  const tools = await ensureServerTools();
   const { namespace } = testServerAddress();
   const dir = mkdtempSync(join(tmpdir(), 'survival-temporal-'));
   const dbFilename = join(dir, 'temporal.db');
-  let server: DevServer = await startDevServer({ cli, dbFilename, namespace });
+  let server: DevServer = await startDevServer({ tools, dbFilename, namespace });
   cleanups.push(async () => rmSync(dir, { recursive: true, force: true }));
   cleanups.push(() => server.stop());
   const port = Number(server.address.split(':')[1]);
@@ -421,7 +421,7 @@ it(`${DELIVERIES} open deliveries carry on and end correctly after the Temporal 
     await server.stop();
     s.mark('Temporal stopped');
     await sleep(3_000); // the courier keeps moving deliveries and the simulator keeps sending webhooks
-    server = await startDevServer({ cli, dbFilename, port, namespace });
+    server = await startDevServer({ tools, dbFilename, port, namespace });
     s.mark(`Temporal serving again on the same file, ${seconds(Date.now() - stoppedAt)} after it stopped`);
 
     // Neither the worker nor the bridge is restarted: both reconnect to the server on their own.

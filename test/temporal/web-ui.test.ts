@@ -11,7 +11,7 @@ import type { Browser } from 'playwright-core';
 import { describeIfChromium, launchChromium } from '../helpers/chromium';
 import { createCodecServer } from '../../temporal/codec-server';
 import { generatePayloadKey, payloadCodecFromEnv } from '../../temporal/payload-codec';
-import { ensureTemporalCli } from '../../scripts/temporal-cli';
+import { ensureServerTools } from '../../scripts/cluster/tools';
 import { freePort, startDevServer, type DevServer } from '../../scripts/temporal-dev-server';
 import { deliveryRequest } from '../fixtures/orders';
 import { deliverToTheEnd, eventually, startStack, type Stack } from '../helpers/stack';
@@ -31,7 +31,7 @@ describeWithChromium('the delivery in the Temporal Web UI', () => {
     const uiOrigin = `http://127.0.0.1:${uiPort}`;
     codecServer = createCodecServer({ codec, allowedOrigin: uiOrigin });
     const codecUrl = await codecServer.listen(0);
-    server = await startDevServer({ cli: await ensureTemporalCli(), uiPort, extraArgs: ['--ui-codec-endpoint', codecUrl] });
+    server = await startDevServer({ tools: await ensureServerTools(), uiPort, codecEndpoint: codecUrl });
     stack = await startStack({ dataConverter: { payloadCodecs: [codec] }, temporalAddress: server.address });
     browser = await launchChromium();
   }, 120_000);

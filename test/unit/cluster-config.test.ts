@@ -16,7 +16,7 @@ import { DELIVERY_SEARCH_ATTRIBUTES } from '../../contract/search-attributes';
 describe('server tools', () => {
   it('are cached beside the Temporal CLI, one directory per version', () => {
     const env = { TEMPORAL_CLI_CACHE_DIR: '/cache' };
-    expect(serverToolsDirs(env)).toEqual({ server: '/cache/temporal-server-v1.29.1', ui: '/cache/temporal-ui-server-v2.42.1' });
+    expect(serverToolsDirs(env)).toEqual({ server: '/cache/temporal-server-v1.32.1', ui: '/cache/temporal-ui-server-v2.58.1' });
     expect(join(temporalCliCacheDir(env), '..')).toBe('/cache');
   });
 
