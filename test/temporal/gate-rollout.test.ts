@@ -26,6 +26,7 @@ import { createSimulator, type Simulator } from '../../simulator/server';
 import { setCurrentVersion, versionLabel, waitForVersion, type DeploymentVersion } from '../../temporal/worker-deployment';
 import { deliveryStartOptions } from '../../workflows/start-options';
 import { deliveryRequest } from '../fixtures/orders';
+import { busiestWindow } from '../helpers/rolling-window';
 import { eventually } from '../helpers/stack';
 import { testClient, uniqueTaskQueue } from '../helpers/temporal';
 import { startWorkers, type RunningWorkers } from '../helpers/workers';
@@ -103,17 +104,6 @@ const creations = (shop: Shop) =>
     .filter((e) => e.method === 'POST' && e.path === '/v1/deliveries' && e.key_fingerprint === keyFingerprint(KEYS[shop]))
     .map((e) => ({ status: e.status, at: Date.parse(e.time) }));
 const createdRefs = () => new Set(sim.deliveries().map((d) => d.delivery.reference_number));
-
-/** The largest number of calls in any rolling window of `windowMs`. */
-function busiestWindow(times: number[], windowMs: number): number {
-  const t = [...times].sort((x, y) => x - y);
-  let best = 0;
-  for (let i = 0, j = 0; j < t.length; j++) {
-    while (t[j]! - t[i]! >= windowMs) i++;
-    best = Math.max(best, j - i + 1);
-  }
-  return best;
-}
 
 /** Build ids of the workers that completed a run's workflow tasks. */
 async function buildsOf(workflowId: string, runId?: string): Promise<Set<string>> {

@@ -26,6 +26,7 @@ import { deliveryStartOptions } from '../../workflows/start-options';
 import { deliveryRequest, destination } from '../fixtures/orders';
 import { allCreated, driveToDelivered, eventually, SANDBOX_KEY, startStack, type Stack } from '../helpers/stack';
 import { startWorkers, type RunningWorkers } from '../helpers/workers';
+import { busiestWindow } from '../helpers/rolling-window';
 
 const SCALE = 60; // the provider's minute is one second
 const scaled = { creations: { limit: 20, windowMs: 1_000 }, quotes: { limit: 100, windowMs: 10_000 }, other: { limit: 600, windowMs: 1_000 } };
@@ -92,7 +93,6 @@ async function start(stack: Stack, references: string[], tag: string): Promise<v
   await Promise.all(references.map((reference, i) => stack.deliveries.startDelivery(order(tag, i), { reference })));
 }
 
-
 /** Drives each delivery to DELIVERED at the simulator and waits for its workflow to end. */
 async function deliverAll(stack: Stack, references: readonly string[]): Promise<void> {
   for (const d of await allCreated(stack, references, CREATED_WITHIN_MS)) driveToDelivered(stack.sim, d.delivery.id);
@@ -136,17 +136,6 @@ function expectAllOn(runs: Run[], buildId: string): void {
 
 async function drained(stack: Stack, v: DeploymentVersion) {
   return eventually('the server to report the version drained', async () => ((await describeVersion(stack.temporal.workflowService, stack.temporal.options.namespace, v))?.drainage === 'drained' ? true : undefined), 120_000);
-}
-
-/** The largest number of calls in any rolling window of `windowMs`. */
-function busiestWindow(times: number[], windowMs: number): number {
-  const t = [...times].sort((x, y) => x - y);
-  let best = 0;
-  for (let i = 0, j = 0; j < t.length; j++) {
-    while (t[j]! - t[i]! >= windowMs) i++;
-    best = Math.max(best, j - i + 1);
-  }
-  return best;
 }
 
 describe('a replay-incompatible build shipped while deliveries are in flight', () => {
