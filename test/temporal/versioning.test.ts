@@ -349,13 +349,14 @@ describe('a version whose pinned deliveries no worker polls', () => {
     await workersOf(c);
     const log = await startedAs(c);
     expect(log).toContain(`workers: version ${a.deploymentName}:build-c, current (was build-a)`);
-    expect(log).toContain(`!!! version ${a.deploymentName}:build-a: 3 open pinned deliveries and NO worker polling for it`);
+    // Its 3 deliveries and the pacing gate, pinned to A too: it moves to C once A's workers run again.
+    expect(log).toContain(`!!! version ${a.deploymentName}:build-a: 4 open pinned deliveries and NO worker polling for it`);
     expect(log).toMatch(/start that version's workers: .*WORKER_BUILD_ID=build-a/);
 
     // The rollout command, run as an operator would, names the same deployment and build.
     const out = execFileSync(process.execPath, ['--import', 'tsx', 'scripts/rollout.ts'], { cwd: join(__dirname, '..', '..'), env: { ...process.env, DELIVERY_TASK_QUEUE: stack.workers.taskQueue, WORKER_DEPLOYMENT_NAME: a.deploymentName } }).toString();
     expect(out).toContain(`deployment ${a.deploymentName}: current build-c`);
-    expect(out).toMatch(/build-a: draining, 3 open pinned deliveries/);
+    expect(out).toMatch(/build-a: draining, 4 open pinned deliveries/);
 
     await workersOf(a);
     await deliverAll(stack, refs);
