@@ -7,7 +7,7 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
-import { gateAnswerSignal, gateConfigureSignal, gateRequestSignal, gateWithdrawSignal, type Addressed, type GateConfig, type GateRequest, type PacingSettings } from '../contract/gate-messages';
+import { GATE_WORKFLOW_TYPE, gateAnswerSignal, gateConfigureSignal, gateRequestSignal, gateWithdrawSignal, type Addressed, type GateConfig, type GateRequest, type PacingSettings } from '../contract/gate-messages';
 import { gateWorkflowId } from '../contract/workflow-ids';
 import { gateTaskQueue } from '../contract/task-queues';
 import { batchedSends, type BatchLimits } from './batched-sends';
@@ -29,9 +29,12 @@ const ASK_LINGER_MS = 20;
  */
 const ASKS_PER_SIGNAL: BatchLimits<GateRequest> = { items: 50, bytes: 256 * 1024, sizeOf: (r) => Buffer.byteLength(JSON.stringify(r)), lingerMs: ASK_LINGER_MS };
 
+/** The limits of the families the gate paces. */
+const gatedLimits = (l: PacingSettings['limits']): GateConfig['limits'] => ({ creations: l.creations, quotes: l.quotes });
+
 /** The gate's settings: the worker's pacing settings, with the limits of the gate's account when given. */
 export function gateConfig(s: PacingSettings, limits: PacingSettings['limits'] = s.limits): GateConfig {
-  return { limits: { creations: limits.creations, quotes: limits.quotes }, marginMs: s.marginMs, callTimeoutMs: s.callTimeoutMs, leadMs: s.leadMs, quoteMinRemainingMs: s.quoteMinRemainingMs, historyLimit: s.gateHistoryLimit };
+  return { limits: gatedLimits(limits), marginMs: s.marginMs, callTimeoutMs: s.callTimeoutMs, leadMs: s.leadMs, quoteMinRemainingMs: s.quoteMinRemainingMs, historyLimit: s.gateHistoryLimit };
 }
 
 /** One gate per task queue and account; its calls (and its own tasks) carry the account as their fairness key. */
@@ -51,7 +54,7 @@ function gateStart(taskQueue: string, config: GateConfig, account: string) {
  */
 export async function startGate(client: Client, taskQueue: string, settings: PacingSettings, account: string, limits = settings.limits): Promise<void> {
   const config = gateConfig(settings, limits);
-  await client.workflow.signalWithStart('pacingGate', { ...gateStart(taskQueue, config, account), signal: gateConfigureSignal, signalArgs: [config] });
+  await client.workflow.signalWithStart(GATE_WORKFLOW_TYPE, { ...gateStart(taskQueue, config, account), signal: gateConfigureSignal, signalArgs: [config] });
 }
 
 /** A running gate takes new settings (an account's limits changed, a new worker's settings); a gate that is not running stays so: it starts with them on its next ask. */
@@ -85,7 +88,7 @@ export function createGateActivities(deps: { client: Client; settings: PacingSet
     if (!send) {
       // Started on demand by the first ask (signal-with-start), with the account's limits as they are then.
       const start = () => gateStart(taskQueue, gateConfig(deps.settings, limitsOf(account)), account);
-      send = batchedSends((requests: GateRequest[]) => deps.client.workflow.signalWithStart('pacingGate', { ...start(), signal: gateRequestSignal, signalArgs: [requests] }).then(() => undefined), ASKS_PER_SIGNAL);
+      send = batchedSends((requests: GateRequest[]) => deps.client.workflow.signalWithStart(GATE_WORKFLOW_TYPE, { ...start(), signal: gateRequestSignal, signalArgs: [requests] }).then(() => undefined), ASKS_PER_SIGNAL);
       asks.set(gate, send);
     }
     return send(request);
@@ -111,7 +114,8 @@ export function createGateActivities(deps: { client: Client; settings: PacingSet
      */
     async askGate({ taskQueue, request, notRun, account: explicit }: { taskQueue: string; request: GateRequest; notRun?: string; account?: string }): Promise<void> {
       const account = activityAccount(explicit, taskQueue);
-      limitsOf(account); // an unknown account is refused here, before its gate would start
+      // An unknown account is refused here, before its gate would start; a known one's limits go with the ask.
+      const limits = gatedLimits(limitsOf(account));
       if (notRun) {
         const current = await deps.client.workflow.getHandle(gateWorkflowId(taskQueue, account)).describe().catch((err: unknown) => (ignoreGone(err), undefined));
         if (current?.runId === notRun && current.status.name === 'RUNNING') {
@@ -122,7 +126,7 @@ export function createGateActivities(deps: { client: Client; settings: PacingSet
       }
       // The delivery's trace rides in the ask (one signal carries the asks of many deliveries).
       const trace = activeTraceparent();
-      await ask(taskQueue, account, trace ? { ...request, trace } : request);
+      await ask(taskQueue, account, { ...request, ...(trace && { trace }), limits });
     },
     async withdrawFromGate({ taskQueue, from, n, account }: { taskQueue: string; from: string; n: number; account?: string }): Promise<void> {
       await deps.client.workflow.getHandle(gateWorkflowId(taskQueue, activityAccount(account, taskQueue))).signal(gateWithdrawSignal, { from, n }).catch(ignoreGone);

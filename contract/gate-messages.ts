@@ -57,6 +57,12 @@ export interface GateRequest {
   create?: { maxPrice?: Price; answerOnce?: true };
   /** The asking delivery's W3C traceparent when tracing is on: the gate's call for it joins that trace (workflows/trace-context.ts). */
   trace?: string;
+  /**
+   * The gate's account's limits as the asking worker's registry says at the ask: the gate paces by
+   * the latest it was given (docs/architecture.md, "Limits always current"). Absent from asks of
+   * builds before it: the gate keeps its limits.
+   */
+  limits?: Record<GatedFamily, RateLimit>;
 }
 
 export type GateAnswer = { n: number } & (
@@ -89,6 +95,14 @@ export const gateWithdrawSignal = defineSignal<[{ from: string; n: number }]>('g
 /** Sent when a worker starts: its configuration applies from then on. */
 export const gateConfigureSignal = defineSignal<[GateConfig]>('gateConfigure');
 export const gateAnswerSignal = defineSignal<[GateAnswer]>('gateAnswer');
+/**
+ * Sent, with no argument, to every gate pinned to another version once a version is made current
+ * (temporal/worker-deployment.ts): an idle gate runs no task by itself, and only in a task does it
+ * see that its version is no longer the target and move (workflows/gate.ts).
+ */
+export const gateWakeSignal = defineSignal('gateWake');
+/** The gate's workflow type (workflows/gate.ts), for the listings that find every gate. */
+export const GATE_WORKFLOW_TYPE = 'pacingGate';
 
 /** A gate addresses each answer to the asking workflow. */
 export type Addressed = { to: string; answer: GateAnswer };

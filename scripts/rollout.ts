@@ -8,8 +8,9 @@
  *   ... --watch                                  then reports every 15 s until the old versions are drained
  * A switch or ramp returns once `describe` (the deployment) and every task queue show it (at most
  * 60 s, a progress line every 5 s): a script's next step sees the new routing.
- * Open deliveries stay on the build they started on (PINNED); the pacing gate moves at once
- * (AUTO_UPGRADE). docs/deploying.md, "Deploying a change", gives the whole procedure.
+ * Open deliveries stay on the build they started on (PINNED); the pacing gates move to a new
+ * current version by continuing as new, woken by the switch. docs/deploying.md, "Deploying a
+ * change", gives the whole procedure.
  * Exit codes: 0 done, 1 unexpected error, 2 bad usage, 3 version not ready (no pollers), 4 stranded deliveries.
  */
 import { parseArgs } from 'node:util';

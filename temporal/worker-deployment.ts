@@ -3,7 +3,8 @@
  * is a version of one deployment (`delivery-orchestrator` unless WORKER_DEPLOYMENT_NAME says
  * otherwise), named by its build id. A delivery is PINNED: it finishes on the build it started
  * on, so a change that does not replay against open histories can still be shipped. The pacing
- * gate lives for ever and AUTO_UPGRADEs to the current version, so its messages change only
+ * gate lives for ever, pinned too: it moves to a new current version by continuing as new
+ * (workflows/gate.ts); deliveries of older builds still ask it, so its messages change only
  * additively (contract/gate-messages.ts).
  *
  * The calls here are WorkflowService calls on the client's own connection, so the rollout
@@ -18,6 +19,7 @@ import { temporal } from '@temporalio/proto';
 import { z } from 'zod';
 import { parseEnv } from '../provider/validation';
 import { gateTaskQueue, notificationsTaskQueue, providerTaskQueues } from '../contract/task-queues';
+import { GATE_WORKFLOW_TYPE, gateWakeSignal } from '../contract/gate-messages';
 
 export const DEFAULT_DEPLOYMENT_NAME = 'delivery-orchestrator';
 const ROOT = join(__dirname, '..');
@@ -329,7 +331,37 @@ export async function setCurrentVersion(service: Service, namespace: string, v: 
   if (state?.current === v.buildId && !state.ramping) return { previous: v.buildId };
   const answer = await service.setWorkerDeploymentCurrentVersion({ namespace, deploymentName: v.deploymentName, buildId: v.buildId, identity: IDENTITY });
   await routingPropagated(service, namespace, v.deploymentName, { current: v.buildId }, describedLook(service, namespace, v.deploymentName), progress);
+  await wakePinnedGates(service, namespace, v, progress);
   return { previous: answer.previousDeploymentVersion?.buildId ?? undefined };
+}
+
+/**
+ * Signals every pacing gate pinned to another version of the deployment: in the task that signal
+ * makes, the gate sees that its version is no longer the target and moves to `v` by continuing as
+ * new (workflows/gate.ts). A gate with a backlog would see it at its next timer anyway; an idle one
+ * runs no task until its next ask, and would hold its old version open (not drained) until then.
+ */
+export async function wakePinnedGates(service: Service, namespace: string, v: DeploymentVersion, progress?: Progress): Promise<number> {
+  const query = `WorkflowType = '${GATE_WORKFLOW_TYPE}' AND ExecutionStatus = 'Running' AND TemporalWorkflowVersioningBehavior = 'Pinned' AND TemporalWorkerDeployment = '${v.deploymentName}' AND TemporalWorkerDeploymentVersion != '${versionLabel(v)}'`;
+  let woken = 0;
+  let nextPageToken: Uint8Array | undefined;
+  do {
+    const page = await service.listWorkflowExecutions({ namespace, query, nextPageToken });
+    for (const e of page.executions ?? []) {
+      // No run ID: a gate that moved meanwhile is woken on its new version, which ignores it.
+      const sent = await service.signalWorkflowExecution({ namespace, workflowExecution: { workflowId: e.execution?.workflowId }, signalName: gateWakeSignal.name, identity: IDENTITY }).then(
+        () => true,
+        (err: Error) => {
+          if (/not found|already completed/i.test(err.message)) return false; // it ended meanwhile
+          throw err;
+        },
+      );
+      if (sent) woken++;
+    }
+    nextPageToken = page.nextPageToken?.length ? page.nextPageToken : undefined;
+  } while (nextPageToken);
+  if (woken > 0) progress?.(`pacing gates: ${woken} pinned to an older version woken to move to ${v.buildId}`);
+  return woken;
 }
 
 /** Sends `percentage` of new workflows to `v` (`v` undefined ends the ramp), then waits until the deployment and every task queue show it. */

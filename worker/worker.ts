@@ -112,10 +112,9 @@ export async function createDeliveryWorkers(o: DeliveryWorkerOptions): Promise<D
    * Versioning behavior by queue, not by workflow type (setWorkflowOptions): an unversioned worker
    * whose workflows declare a behavior has every workflow task refused by the server. Deliveries
    * and quotes (the main queue) are PINNED: they finish on the build they started on. The gate
-   * (its own queue) lives for ever: AUTO_UPGRADE to the current build at its next task.
+   * (its own queue) too: it lives for ever, and moves to a new current build by continuing as new.
    */
-  const versioned = (behavior: 'PINNED' | 'AUTO_UPGRADE') =>
-    o.deployment ? { workerDeploymentOptions: { useWorkerVersioning: true as const, version: o.deployment, defaultVersioningBehavior: behavior } } : {};
+  const versioned = o.deployment ? { workerDeploymentOptions: { useWorkerVersioning: true as const, version: o.deployment, defaultVersioningBehavior: 'PINNED' as const } } : {};
 
   const notify: NotifyConfig = o.notify ?? { endpoints: new Map(), retryScheduleMs: DEFAULT_RETRY_SCHEDULE };
   // Each account's own endpoints (the registry's; without a registry file, DELIVERY_NOTIFY_* are `default`'s).
@@ -131,7 +130,7 @@ export async function createDeliveryWorkers(o: DeliveryWorkerOptions): Promise<D
     ...base,
     ...withWorkflows,
     sinks: { ...withWorkflows.sinks, ...sinks },
-    ...versioned('PINNED'),
+    ...versioned,
     taskQueue: o.taskQueue,
     workflowBundle,
     activities: { ...gateActivities, ...createStartCheckActivities(notifyTargets, o.accounts) },
@@ -145,7 +144,7 @@ export async function createDeliveryWorkers(o: DeliveryWorkerOptions): Promise<D
   const gateWorker = await Worker.create({
     ...base,
     ...withWorkflows,
-    ...versioned('AUTO_UPGRADE'),
+    ...versioned,
     taskQueue: gateTaskQueue(o.taskQueue),
     workflowBundle,
     activities: gateActivities, // its answers go out by local activity
@@ -160,7 +159,7 @@ export async function createDeliveryWorkers(o: DeliveryWorkerOptions): Promise<D
     families.map((family) =>
       Worker.create({
         ...base,
-        ...versioned('PINNED'), // activities only: polled as the version, so a pinned delivery's calls stay on its build
+        ...versioned, // activities only: polled as the version, so a pinned delivery's calls stay on its build
         taskQueue: queues[family],
         activities: o.activities,
         maxTaskQueueActivitiesPerSecond: sharedLimit(family) ? taskQueueRatePerSecond(pacing.limits[family]) : undefined,
@@ -172,7 +171,7 @@ export async function createDeliveryWorkers(o: DeliveryWorkerOptions): Promise<D
   // Notification webhooks on their own queue: a slow endpoint holds none of the provider calls' slots.
   const notifyWorker = await Worker.create({
     ...base,
-    ...versioned('PINNED'), // as the provider calls: a pinned delivery's notifications go out from its build
+    ...versioned, // as the provider calls: a pinned delivery's notifications go out from its build
     taskQueue: notificationsTaskQueue(o.taskQueue),
     activities: createNotifyActivities(notify, undefined, o.metrics, notifyTargets),
     maxConcurrentActivityTaskExecutions: o.maxConcurrentActivities ?? 200,

@@ -57,21 +57,23 @@ export class GateState {
   waiting: Waiting[] = [];
   readonly inFlight = new Map<string, Call>();
 
-  /**
-   * `oneAnswer`: whether this run may leave out the quote's answer of an order that asked with
-   * `answerOnce` (the gate workflow asks `patched()`: a history recorded before it sent both).
-   */
+  /** `onAnswerOnce`: called where a quote's answer is left out for `answerOnce` (the gate workflow marks a patch of 0.3.0 there). */
   constructor(
     readonly s: GateSnapshot,
-    private readonly oneAnswer: () => boolean = () => true,
+    private readonly onAnswerOnce: () => void = () => undefined,
   ) {}
 
   static empty(config: GateConfig): GateState {
     return new GateState({ config, busyUntil: { creations: [], quotes: [] }, pausedUntil: { creations: 0, quotes: 0 }, outage: { failing: [], probes: 0, until: 0 }, quotes: [], counts: { calls: 0, shared: 0, retried: 0 }, answered: [] });
   }
 
-  /** Queues a request (food first, then by first request), or answers it from a valid shared quote. */
+  /**
+   * Queues a request (food first, then by first request), or answers it from a valid shared quote.
+   * Limits it carries are the registry's as its worker read them: they apply from now on, to the
+   * windows already held too (a lowered limit waits until enough of them pass).
+   */
   request(r: GateRequest, now: number): GateAnswer | undefined {
+    if (r.limits) this.s.config = { ...this.s.config, limits: r.limits };
     if (this.inFlight.has(key(r)) || this.waiting.some((w) => key(w) === key(r)) || this.s.answered.includes(key(r))) return undefined; // sent again
     const quote = r.fingerprint === undefined ? undefined : this.sharedQuote(r.fingerprint, now);
     const waiting: Waiting = { ...r, retryAt: 0, attempts: 0, unclear: r.unclear ?? false };
@@ -106,7 +108,7 @@ export class GateState {
     const max = r.create?.maxPrice;
     if (!r.create || (max && !withinMaxPrice(quote.price, max))) return { n: r.n, quote, shared };
     this.enqueue({ ...r, family: 'creations', fingerprint: undefined, create: undefined, quote, ...(shared && { quoteShared: true }), retryAt: 0, attempts: 0, unclear: false });
-    if (r.create.answerOnce && this.freeForAllWaiting('creations', now) && this.oneAnswer()) return undefined;
+    if (r.create.answerOnce && this.freeForAllWaiting('creations', now)) return void this.onAnswerOnce();
     return { n: r.n, quote, shared, creating: true };
   }
 

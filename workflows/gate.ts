@@ -31,12 +31,12 @@
  * delivery up by reference before creating (Idempotency-Key = the delivery's workflow ID).
  * `PROVIDER_PACING=task-queue` uses Temporal's task-queue rate limit instead (the comparison).
  */
-import { ActivityFailure, ApplicationFailure, CancellationScope, condition, continueAsNew, isCancellation, log, metricMeter, patched, proxyActivities, proxyLocalActivities, setCurrentDetails, setHandler, TimeoutFailure, workflowInfo } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, CancellationScope, condition, continueAsNew, deprecatePatch, isCancellation, log, makeContinueAsNewFunc, metricMeter, proxyActivities, proxyLocalActivities, setCurrentDetails, setHandler, TimeoutFailure, workflowInfo } from '@temporalio/workflow';
 import type { GateActivities } from '../activities/gate-activities';
 import type { ProviderActivities } from '../activities/provider-activities';
 import type { CreateDeliveryRequest, DeliveryRecord, Quote } from '../provider/schemas';
 import { NON_RETRYABLE_PROVIDER_FAILURES, PROVIDER_FAILURE_TYPES } from '../contract/failures';
-import { SLOT_MISSED, gateAnswerSignal, gateConfigureSignal, gateRequestSignal, gateStatusQuery, gateWithdrawSignal, type GateAnswer, type GateConfig, type GatedFamily, type GateRequest } from '../contract/gate-messages';
+import { SLOT_MISSED, gateAnswerSignal, gateConfigureSignal, gateRequestSignal, gateStatusQuery, gateWakeSignal, gateWithdrawSignal, type GateAnswer, type GateConfig, type GatedFamily, type GateRequest } from '../contract/gate-messages';
 import { GateState, UNAUTHORIZED_PROBE_MS, type Addressed, type Call, type GateSnapshot, type Outcome } from './gate-state';
 import { accountPriority } from '../contract/priorities';
 import { DEFAULT_ACCOUNT } from '../contract/accounts';
@@ -44,9 +44,13 @@ import { parseGateWorkflowId } from '../contract/workflow-ids';
 import { providerTaskQueues } from '../contract/task-queues';
 import { inTraceOf } from './trace-context';
 
-/** The gate upgrades in place: its runs that answered both the quote and the creation before keep doing so on replay. */
+/**
+ * The patches 0.3.0's gate asked `patched()` about, now deprecated (the new behavior always): the
+ * gates of 0.3.0 are AUTO_UPGRADE, so at the switch to this build each replays its run here once,
+ * with their markers, where they were recorded (test/histories/gate-0-3-0/); this build then pins
+ * it. Remove both in the release after this one: a gate then moves only by continuing as new.
+ */
 const ONE_ANSWER_PATCH = 'gate-one-answer-for-quote-and-creation';
-/** The gate upgrades in place: a run that answered a 401 as the order's failure before keeps doing so on replay. */
 const PAUSE_ON_UNAUTHORIZED_PATCH = 'gate-pause-account-on-unauthorized';
 /** How long an activity task may wait for a worker beyond its delay before the server drops it. */
 export const START_SLACK_MS = 5_000;
@@ -60,8 +64,7 @@ const local = proxyLocalActivities<GateActivities>({ startToCloseTimeout: '10 se
 const { answerDeliveries } = proxyActivities<GateActivities>({ startToCloseTimeout: '10 seconds', retry: { initialInterval: '200 milliseconds', maximumInterval: '5 seconds' } });
 
 export async function pacingGate(input: { taskQueue: string; config: GateConfig; resume?: GateSnapshot }): Promise<never> {
-  // A run that answered quotes asked with `answerOnce` before this code existed goes on doing so.
-  const gate = new GateState(input.resume ?? GateState.empty(input.config).s, () => patched(ONE_ANSWER_PATCH));
+  const gate = new GateState(input.resume ?? GateState.empty(input.config).s, () => deprecatePatch(ONE_ANSWER_PATCH));
   // One gate per account (contract/workflow-ids.ts): its calls carry the account as their fairness key.
   const account = parseGateWorkflowId(workflowInfo().workflowId, input.taskQueue) ?? DEFAULT_ACCOUNT;
   const outbox: Addressed[] = [];
@@ -89,11 +92,14 @@ export async function pacingGate(input: { taskQueue: string; config: GateConfig;
   setHandler(gateRequestSignal, (requests) => requests.forEach((r) => post(r.from, gate.request(r, Date.now()))));
   setHandler(gateWithdrawSignal, (r) => post(r.from, gate.withdraw(r)));
   setHandler(gateConfigureSignal, (config) => post('', void (gate.s.config = config))); // a new worker's settings
+  setHandler(gateWakeSignal, () => void (changed = true)); // a task in which to see targetWorkerDeploymentVersionChanged
   setHandler(gateStatusQuery, () => gate.status(Date.now()));
 
-  for (let draining = false; ; ) {
+  for (let draining = false, moving = false; ; ) {
     changed = false;
-    draining ||= workflowInfo().continueAsNewSuggested || workflowInfo().historyLength >= gate.s.config.historyLimit;
+    // Pinned to its build (worker/worker.ts): it moves to a new current version by continuing as new.
+    moving ||= workflowInfo().targetWorkerDeploymentVersionChanged;
+    draining ||= moving || workflowInfo().continueAsNewSuggested || workflowInfo().historyLength >= gate.s.config.historyLimit;
     if (draining) for (const w of gate.waiting.splice(0)) outbox.push({ to: w.from, answer: { n: w.n, again: true, unclear: w.unclear, quote: w.quote, run: workflowInfo().runId } });
     else {
       for (const call of gate.take(Date.now())) {
@@ -111,7 +117,10 @@ export async function pacingGate(input: { taskQueue: string; config: GateConfig;
     const { counts, config } = gate.s;
     setCurrentDetails(`**pacing gate** · creations ${config.limits.creations.limit} per ${config.limits.creations.windowMs / 1000} s · quotes ${config.limits.quotes.limit} per ${config.limits.quotes.windowMs / 1000} s · ${gate.waiting.length} waiting · ${gate.inFlight.size} calls out · ${counts.calls} calls · ${counts.shared} quotes shared`);
     if (draining) {
-      if (inFlight.size === 0 && !changed) return continueAsNew<typeof pacingGate>({ taskQueue: input.taskQueue, config: gate.s.config, resume: gate.s });
+      // Only with no call out: every slot's window is then in the snapshot, and no call's answer is left to a run that has ended.
+      // Moving, the next run's first task goes to the version now current, which then pins it (@experimental in the SDK).
+      const carryOn = moving ? makeContinueAsNewFunc<typeof pacingGate>({ initialVersioningBehavior: 'AUTO_UPGRADE' }) : continueAsNew<typeof pacingGate>;
+      if (inFlight.size === 0 && !changed) return carryOn({ taskQueue: input.taskQueue, config: gate.s.config, resume: gate.s });
       await condition(() => changed || inFlight.size === 0);
       continue;
     }
@@ -142,7 +151,7 @@ async function makeCall(taskQueue: string, account: string, gate: GateState, cal
       outcome = { kind: 'answered', quote, answer: { n: req.n, quote, shared: false } };
     } else {
       const answer = { n: req.n, quote: req.quote, ...(req.quoteShared && { shared: true as const }) };
-      // The activity answers the order itself (no answer activity after it); a worker of an older build returns the record alone.
+      // The activity answers the order itself (no answer activity after it); one that cannot tell (test/fixtures' fakes) returns the record alone.
       const made = await act.createInGate({ request: req.order as CreateDeliveryRequest & { reference_number: string }, idempotencyKey: req.from, lookFirst: req.unclear }, timing, { workflowId: req.from, answer });
       const [delivery, told] = 'told' in made ? [made.delivery, made.told] : [made, false];
       outcome = { kind: 'answered', answer: { ...answer, delivery }, ...('told' in made && { afterCallMs: made.afterCallMs }) };
@@ -156,8 +165,11 @@ async function makeCall(taskQueue: string, account: string, gate: GateState, cal
 
 function outcomeOf(err: unknown, n: number): Outcome {
   const cause = err instanceof ActivityFailure ? err.cause : err;
-  // A revoked or wrong key pauses the account's calls instead of failing its orders (patched: a run that failed them before replays so).
-  if (cause instanceof ApplicationFailure && cause.type === PROVIDER_FAILURE_TYPES.unauthorized && patched(PAUSE_ON_UNAUTHORIZED_PATCH)) return { kind: 'unauthorized' };
+  // A revoked or wrong key pauses the account's calls instead of failing its orders.
+  if (cause instanceof ApplicationFailure && cause.type === PROVIDER_FAILURE_TYPES.unauthorized) {
+    deprecatePatch(PAUSE_ON_UNAUTHORIZED_PATCH);
+    return { kind: 'unauthorized' };
+  }
   if (cause instanceof TimeoutFailure) return { kind: cause.timeoutType === 'SCHEDULE_TO_START' ? 'not_made' : 'unclear' };
   if (!(cause instanceof ApplicationFailure)) return { kind: 'unclear' };
   const details = cause.details?.[0] as { status?: number; retryAfterMs?: number } | undefined;

@@ -39,11 +39,11 @@ export function writeAccountsFile(dir: string, accounts: object[]): void {
   renameSync(join(dir, 'accounts.json.tmp'), join(dir, 'accounts.json'));
 }
 
-/** `o`: more of the workers' options (the Nexus endpoints' account lists). */
-export async function startAccountStack(registryFile: string, prefix: string, o: Pick<StartWorkersOptions, 'nexusEndpoints'> = {}): Promise<AccountStack> {
+/** `o`: more of the workers' options: the Nexus endpoints' account lists, the task queue and pacing (a restart on the queue of a stack stopped before; default a queue of its own, limits no test waits on). */
+export async function startAccountStack(registryFile: string, prefix: string, o: Pick<StartWorkersOptions, 'nexusEndpoints' | 'taskQueue' | 'pacing'> = {}): Promise<AccountStack> {
   const registry = accountRegistryFromEnv({ DELIVERY_ACCOUNTS_FILE: registryFile, DELIVERY_ACCOUNTS_RELOAD_MS: '100' });
   const clients = providerClientsFor(registry, { timeoutMs: 5_000 });
-  const workers = await startWorkers(createProviderActivities((account) => clients.forAccount(account)), { ...o, prefix, accounts: registry });
+  const workers = await startWorkers(createProviderActivities((account) => clients.forAccount(account)), { prefix, accounts: registry, ...o });
   const { client: temporal, connection }: { client: Client; connection: Connection } = await testClient();
   const started: string[] = [];
   return {

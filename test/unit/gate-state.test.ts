@@ -57,6 +57,23 @@ describe('GateState', () => {
     expect(ids(g.take(6_000)).sort()).toEqual(['wf-1', 'wf-2', 'wf-9']);
   });
 
+  it('paces by the limits its latest ask carries (the registry as the asking worker read it), over the windows it already holds', () => {
+    const g = GateState.empty(config); // 3 a window
+    const one = { creations: { limit: 1, windowMs: 1_000 }, quotes: config.limits.quotes };
+    for (let i = 0; i < 3; i++) g.request(req(i), 0);
+    const first = g.take(0);
+    expect(ids(first)).toEqual(['wf-0', 'wf-1', 'wf-2']);
+    for (const c of first) g.done(c, ok(c), 10); // three slots held until 1_020
+    g.request(req(3, { limits: one }), 20);
+    g.request(req(4), 20); // an ask with no limits (a build before them) keeps the latest
+    expect(g.s.config.limits.creations).toEqual({ limit: 1, windowMs: 1_000 });
+    expect(g.take(1_019)).toEqual([]);
+    expect(ids(g.take(1_020))).toEqual(['wf-3']); // one a window now, though three slots came free
+    expect(g.take(1_020)).toEqual([]);
+    g.request(req(5, { limits: { ...one, creations: { limit: 4, windowMs: 1_000 } } }), 1_030);
+    expect(ids(g.take(1_030))).toEqual(['wf-4', 'wf-5']); // raised: the free slots serve at once
+  });
+
   it('an idle gate has nothing to wake up for: no timer', () => {
     const g = GateState.empty(config);
     g.request(req(1), 0);
@@ -229,7 +246,7 @@ describe('GateState', () => {
     expect(g.take(30)).toEqual([]);
   });
 
-  it('marks a creation that follows a shared quote, and answers both when the run may not leave the quote out', () => {
+  it('marks a creation that follows a shared quote', () => {
     const g = GateState.empty(config);
     const q = (n: number) => req(n, { family: 'quotes', fingerprint: 'f1', create: { answerOnce: true } });
     g.request(q(1), 0);
@@ -237,10 +254,6 @@ describe('GateState', () => {
     g.done(call!, { kind: 'answered', quote: quote(10_000), answer: { n: 1, quote: quote(10_000), shared: false } }, 10);
     expect(g.request(q(2), 20)).toBeUndefined(); // the shared quote, its creation queued
     expect(g.take(20).map((c) => [c.req.from, c.req.quoteShared])).toEqual([['wf-1', undefined], ['wf-2', true]]);
-    const before = new GateState(GateState.empty(config).s, () => false); // a history recorded before `answerOnce` was honoured
-    before.request(q(1), 0);
-    const [c] = before.take(0);
-    expect(before.done(c!, { kind: 'answered', quote: quote(10_000), answer: { n: 1, quote: quote(10_000), shared: false } }, 10)).toEqual([{ to: 'wf-1', answer: { n: 1, quote: quote(10_000), shared: false, creating: true } }]);
   });
 
   it('creates after a shared quote too, and never after a quote whose order was withdrawn meanwhile', () => {

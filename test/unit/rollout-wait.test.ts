@@ -35,6 +35,13 @@ function fakeServer(listLag: number, queueLag: number) {
       return { previousDeploymentVersion: { buildId: previous } };
     },
     countWorkflowExecutions: async () => ({ count: 0 }),
+    // Two gates pinned to the old version, one of which ends before its signal arrives.
+    listWorkflowExecutions: async ({ query }: { query: string }) => (calls.push(`list-workflows ${query}`), { executions: ['pacing-gate:q', 'pacing-gate:q@gone'].map((workflowId) => ({ execution: { workflowId } })) }),
+    signalWorkflowExecution: async ({ workflowExecution, signalName }: { workflowExecution: { workflowId: string }; signalName: string }) => {
+      if (workflowExecution.workflowId.endsWith('@gone')) throw new Error('workflow execution already completed');
+      calls.push(`signal ${signalName} ${workflowExecution.workflowId}`);
+      return {};
+    },
   };
   return { service: service as unknown as RolloutTarget['service'], calls };
 }
@@ -46,10 +53,22 @@ it('returns from a switch once describe and every task queue show it, and report
   expect(await rollTo(t, 'b')).toBe(0);
   // The listings that missed the deployment after the switch were answered by its workflow.
   expect(calls.slice(calls.indexOf('set')).filter((c) => c === 'describe-workflow').length).toBeGreaterThan(0);
-  expect(lines).toEqual([expect.stringMatching(/^dep:b is current \(before: a\), as describe and every task queue show/)]);
+  expect(lines).toEqual(['pacing gates: 1 pinned to an older version woken to move to b', expect.stringMatching(/^dep:b is current \(before: a\), as describe and every task queue show/)]);
   expect((await describeDeployment(service, 'default', NAME))?.current).toBe('b');
   await report(t);
-  expect(lines[1]).toBe('deployment dep: current b');
+  expect(lines[2]).toBe('deployment dep: current b');
+});
+
+it('wakes every pacing gate pinned to another version once the switch shows everywhere: each moves by continuing as new in the task that makes', async () => {
+  const { service, calls } = fakeServer(1, 1);
+  const t: RolloutTarget = { service, namespace: 'default', deploymentName: NAME, taskQueue: QUEUE, log: () => undefined };
+  expect(await rollTo(t, 'b')).toBe(0);
+  const after = calls.slice(calls.indexOf('set'));
+  expect(after.filter((c) => c.startsWith('list-workflows'))).toEqual([
+    "list-workflows WorkflowType = 'pacingGate' AND ExecutionStatus = 'Running' AND TemporalWorkflowVersioningBehavior = 'Pinned' AND TemporalWorkerDeployment = 'dep' AND TemporalWorkerDeploymentVersion != 'dep:b'",
+  ]);
+  expect(after.filter((c) => c.startsWith('signal'))).toEqual(['signal gateWake pacing-gate:q']); // the gate that ended needs none
+  expect(after.indexOf('signal gateWake pacing-gate:q')).toBeGreaterThan(after.lastIndexOf('describe-workflow')); // after the routing shows
 });
 
 it('says what it waits for while the switch takes long to show, and gives up after its bound', async () => {
