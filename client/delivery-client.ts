@@ -10,6 +10,7 @@ import {
   Connection,
   type ConnectionOptions,
   WorkflowExecutionAlreadyStartedError,
+  WorkflowUpdateRPCTimeoutOrCancelledError,
   WorkflowFailedError,
   WorkflowNotFoundError,
   WorkflowUpdateFailedError,
@@ -220,16 +221,20 @@ export class DeliveryClient {
     const started = (checked: boolean, alreadyStarted = false): StartedDelivery => ({ reference: input.reference, account, workflowId, alreadyStarted, checked });
     // FAIL: a running delivery with this reference is not sent the update; a closed one is refused by REJECT_DUPLICATE.
     const startWorkflowOperation = new WithStartWorkflowOperation('delivery', { taskQueue: this.taskQueue, ...deliveryStartOptions(input), workflowIdConflictPolicy: 'FAIL' });
+    const asked = Date.now();
     try {
-      await this.temporal.withDeadline(Date.now() + this.startCheckTimeoutMs, () => this.temporal.workflow.executeUpdateWithStart(startCheckedUpdate, { startWorkflowOperation }));
+      await this.temporal.withDeadline(asked + this.startCheckTimeoutMs, () => this.temporal.workflow.executeUpdateWithStart(startCheckedUpdate, { startWorkflowOperation }));
       return started(true);
     } catch (err) {
       if (err instanceof WorkflowExecutionAlreadyStartedError) return started(true, true);
       if (err instanceof WorkflowUpdateFailedError && failureTypeIn(err.cause) === WORKFLOW_FAILURE_TYPES.invalidInput) {
         throw new DeliveryRefusedError(account, issuesOf(err.cause) ?? [{ field: 'input', message: reasonOf(err.cause)?.message ?? err.message }], input.reference);
       }
-      // No worker answered in time: started all the same if the server took the start.
-      if (isDeadline(err) && (await startWorkflowOperation.workflowHandle().then(() => true, () => false))) return started(false);
+      // No worker answered in time: started all the same if the server took the start. The start
+      // and the update are one call, so a deadline may leave the start's answer unread as well: ask
+      // the server: a workflow of this ID started since this call is this start's (conflict policy
+      // FAIL refuses a running one, REJECT_DUPLICATE a closed one; 5 s for the server's clock).
+      if ((err instanceof WorkflowUpdateRPCTimeoutOrCancelledError || isDeadline(err)) && (await this.temporal.workflow.getHandle(workflowId).describe().then((d) => d.startTime.getTime() >= asked - 5_000, () => false))) return started(false);
       throw err;
     }
   }
