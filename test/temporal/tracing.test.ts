@@ -12,7 +12,9 @@
  * own trace of the webhook. No span carries the order's personal data or the API key; log lines
  * carry the trace id and the workflow id; the worker and the bridge count the spans they exported
  * (`trace_spans_total`). And a delivery is traced whole or not at all, as the order system's
- * sampler decides (OTEL_TRACES_SAMPLER=parentbased_traceidratio): at ratio 1 every span, at 0 none.
+ * sampler decides (OTEL_TRACES_SAMPLER=parentbased_traceidratio): at ratio 1 every span, at 0 none,
+ * and the delivery started at 0 ends DELIVERED all the same. The worker samples as the limits
+ * benchmark's sampled fleets do (parent-based ratio 0): it follows the order system's decision.
  */
 import { execFile } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -76,7 +78,7 @@ beforeAll(async () => {
     namespace,
     prefix: 'tracing',
     simulatorEnv: { SIMULATOR_AUTO_ADVANCE_MS: '300' },
-    workerEnv: { ...otlp, OTEL_SERVICE_NAME: 'test-worker', LOG_LEVEL: 'INFO', WORKER_DELIVERY_METRICS_ADDRESS: `127.0.0.1:${port}` },
+    workerEnv: { ...otlp, OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0', OTEL_SERVICE_NAME: 'test-worker', LOG_LEVEL: 'INFO', WORKER_DELIVERY_METRICS_ADDRESS: `127.0.0.1:${port}` },
     bridgeEnv: { ...otlp, OTEL_SERVICE_NAME: 'test-bridge' },
   });
   const connection = await connectClient({ address });
