@@ -75,6 +75,18 @@ export const STOP_ORDER: string[][] = [['ui'], ['worker'], ['frontend'], ['histo
 const START_NOISE = [/"msg":"Queue reader unable to retrieve tasks".*"error":"shard status unknown"/];
 const START_NOISE_MS = 30_000;
 
+/**
+ * A crash message keeps the last KEPT_CHARS of a process's output, each line cut to KEPT_LINE_CHARS:
+ * the server's fatal line is JSON with its message and error first and a stack trace of several KB
+ * last, so an uncut tail would show only the end of the stack, not what failed.
+ */
+const KEPT_CHARS = 6_000;
+const KEPT_LINE_CHARS = 1_500;
+
+function keptLines(text: string): string {
+  return text.replace(/[^\n]+/g, (line) => (line.length > KEPT_LINE_CHARS ? `${line.slice(0, KEPT_LINE_CHARS)} …(${line.length - KEPT_LINE_CHARS} more characters)` : line));
+}
+
 export interface ClusterPorts {
   postgres: number;
   frontend: number;
@@ -269,7 +281,7 @@ export class TemporalCluster {
     const proc: ServiceProcess = { name, service, child, recent: '', exited: new Promise((r) => child.once('exit', (code, signal) => r(signal ?? `code ${code}`))) };
     const started = Date.now();
     const onData = (chunk: Buffer) => {
-      proc.recent = (proc.recent + chunk.toString()).slice(-4000);
+      proc.recent = (proc.recent + keptLines(chunk.toString())).slice(-KEPT_CHARS);
       for (const line of chunk.toString().split('\n').filter(Boolean)) {
         if (Date.now() - started < START_NOISE_MS && START_NOISE.some((re) => re.test(line))) continue;
         this.o.output?.(name, line);
