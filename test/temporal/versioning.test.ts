@@ -152,7 +152,7 @@ describe('a replay-incompatible build shipped while deliveries are in flight', (
     const refsA = Array.from({ length: ON_A }, (_, i) => `VER-A-${i}`);
     await start(stack, refsA, 'a');
     await allCreated(stack, refsA, CREATED_WITHIN_MS);
-    expect(await eventually('the open deliveries to be counted on A', async () => ((await openPinned(service, namespace, a)) === ON_A ? true : undefined))).toBe(true);
+    expect(await eventually('the open deliveries and the pacing gate (pinned too) to be counted on A', async () => ((await openPinned(service, namespace, a)) === ON_A + 1 ? true : undefined))).toBe(true);
 
     // B really is incompatible: an A delivery's history does not replay on it.
     const history = await stack.temporal.workflow.getHandle(deliveryWorkflowId(refsA[0]!)).fetchHistory();
