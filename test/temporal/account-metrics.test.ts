@@ -6,8 +6,7 @@
  * `_other` everywhere but the busiest-accounts gauge, which names it. `gamma` may create once a
  * minute: its second order waits at its gate, which the fleet view sees.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Client, Connection } from '@temporalio/client';
 import { accountRegistryFromEnv, type AccountRegistry } from '../../accounts/registry';
@@ -19,7 +18,8 @@ import { OTHER_ACCOUNTS } from '../../metrics/account';
 import { serveMetrics, type MetricsListener } from '../../metrics/serve';
 import { providerOutcome, WorkerMetrics } from '../../metrics/worker-metrics';
 import { registryTargets } from '../../notifications/targets';
-import { createSimulator, type Simulator } from '../../simulator/server';
+import type { Simulator } from '../../simulator/server';
+import { accountsSimulator, writeAccountsFile } from '../helpers/account-stack';
 import { deliveryRequest } from '../fixtures/orders';
 import { startReceiver, type Receiver } from '../helpers/notify-receiver';
 import { parsePrometheusText } from '../helpers/prometheus';
@@ -43,15 +43,13 @@ let deliveries: DeliveryClient;
 const started: string[] = [];
 
 beforeAll(async () => {
-  sim = createSimulator({ apiKeys: IDS.map((id) => `key-${id}`) });
-  await sim.listen(0, '127.0.0.1');
+  let dir: string;
+  ({ sim, dir } = await accountsSimulator(Object.fromEntries(IDS.map((id) => [id, `key-${id}`])), 'account-metrics-'));
   receiver = await startReceiver();
-  const dir = mkdtempSync(join(tmpdir(), 'account-metrics-'));
   writeFileSync(join(dir, 'orders.secret'), receiver.secret);
-  for (const id of IDS) writeFileSync(join(dir, `${id}.key`), `key-${id}`);
   // Each account's own `orders` endpoint (here the same receiver): two accounts' endpoints, two series.
   const accounts = IDS.map((id) => ({ id, baseUrl: sim.url, apiKey: { file: `${id}.key` }, limits: id === 'gamma' ? 'creations=1/60s' : 'creations=20/60s', notify: { orders: { url: receiver.url, secrets: { file: 'orders.secret' } } } }));
-  writeFileSync(join(dir, 'accounts.json'), JSON.stringify({ accounts }));
+  writeAccountsFile(dir, accounts);
   registry = accountRegistryFromEnv({ DELIVERY_ACCOUNTS_FILE: join(dir, 'accounts.json') });
   // As worker/main.ts wires them.
   metrics = new WorkerMetrics({ ids: () => registry.ids(), endpointsOf: (id) => registryTargets(registry).names(id) }, { namedAccounts: 2 });
