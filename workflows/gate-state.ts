@@ -129,11 +129,13 @@ export class GateState {
       if (now < this.s.pausedUntil[family]) continue;
       for (;;) {
         const free = this.s.config.limits[family].limit - this.held(family) - busy.length;
-        const at = free > 0 ? now : busy[0]!;
-        if (free <= 0 && (busy.length === 0 || at > now + (probing ? 0 : this.s.config.leadMs))) break;
+        // With no slot free, the next comes when 1 - free held windows have passed: one, or more
+        // after a lowered limit (three held, the limit now one: when the third passes).
+        const at = free > 0 ? now : busy[-free];
+        if (at === undefined || at > now + (free > 0 || probing ? 0 : this.s.config.leadMs)) break;
         const req = this.waiting.find((w) => w.family === family && w.retryAt <= at && !this.quoteInFlight(w));
         if (!req) break;
-        if (free <= 0) busy.shift();
+        if (free <= 0) busy.splice(0, 1 - free);
         this.waiting.splice(this.waiting.indexOf(req), 1);
         const call = { req, notBefore: at };
         this.inFlight.set(key(req), call);

@@ -52,12 +52,19 @@ export const SERVICE_PROCESSES: { name: string; service: ServiceKind }[] = [
  *   once race for it and the losers exit ("failed to initialize current cluster metadata");
  * - matching before history: a history process asks matching for the Nexus endpoints as it
  *   starts ("error from matching when initializing Nexus endpoint cache: Not enough hosts");
+ * - the second matching process alone, then RING_SETTLE_MS: the Nexus endpoints table has one
+ *   owner on the matching ring, and a history process that asks while the ring changes reaches a
+ *   node that no longer thinks it owns it ("Matching node doesn't think it's the Nexus endpoints
+ *   table owner", seen in CI when matching-2 and history-1 started together);
  * - one history process at a time, each stage until the shards stay with their owners
  *   (shardsSettled): two at once both acquire the same shards ("Couldn't acquire shard");
  * - the frontend and the worker service (which starts the system workflows at once) last: a
  *   request that reaches a shard while it moves fails ("Shard is owned by ... but not by ...").
  */
-export const START_ORDER: string[][] = [['matching-1'], ['matching-2', 'history-1'], ['history-2'], ['frontend', 'worker']];
+export const START_ORDER: string[][] = [['matching-1'], ['matching-2'], ['history-1'], ['history-2'], ['frontend', 'worker']];
+
+/** The server's own figure for a ring change to reach every process (`system.ringpopApproximateMaxPropagationTime`, 3 s by default). */
+const RING_SETTLE_MS = 3_000;
 
 /**
  * The order they stop in: each before what it calls (the worker service polls the frontend, the
@@ -233,6 +240,7 @@ export class TemporalCluster {
       for (const stage of START_ORDER) {
         await Promise.all(stage.map((name) => this.supervised(name, () => this.startService(name))));
         if (stage.some((name) => name.startsWith('history'))) await this.shardsSettled();
+        if (stage.includes('matching-2')) await new Promise((r) => setTimeout(r, RING_SETTLE_MS));
       }
       await this.waitForFrontend(120_000);
       await this.registerNamespace();

@@ -74,6 +74,22 @@ describe('GateState', () => {
     expect(ids(g.take(1_030))).toEqual(['wf-4', 'wf-5']); // raised: the free slots serve at once
   });
 
+  it('after a lowered limit, with a lead time, takes a slot only when enough held windows have passed, not as each of them passes', () => {
+    const g = GateState.empty({ ...config, leadMs: 300 }); // 3 a window
+    for (let i = 0; i < 3; i++) g.request(req(i), 0);
+    const first = g.take(0);
+    first.forEach((c, i) => g.done(c, ok(c), 10 + 40 * i)); // held until 1_020, 1_060, 1_100
+    const one = { creations: { limit: 1, windowMs: 1_000 }, quotes: config.limits.quotes };
+    for (let i = 3; i < 6; i++) g.request(req(i, { limits: one }), 100);
+    expect(g.take(799)).toEqual([]); // the third window passes at 1_100, beyond the lead time
+    const next = g.take(800);
+    expect(next.map((c) => [c.req.from, c.notBefore])).toEqual([['wf-3', 1_100]]);
+    expect(g.take(1_100)).toEqual([]); // one a window: the next only after wf-3's call
+    g.done(next[0]!, ok(next[0]!), 1_150);
+    expect(g.take(1_150 + 1_000 + 10 - 300 - 1)).toEqual([]);
+    expect(ids(g.take(1_150 + 1_000 + 10 - 300))).toEqual(['wf-4']);
+  });
+
   it('an idle gate has nothing to wake up for: no timer', () => {
     const g = GateState.empty(config);
     g.request(req(1), 0);
