@@ -9,7 +9,16 @@
  * a revoked key costs one refused call per period and process, and no delivery fails for it.
  * Pure bookkeeping on the monotonic clock; activities/provider-activities.ts logs and counts.
  */
+import type { MetricMeter } from '@temporalio/common';
 import { UNAUTHORIZED_PROBE_MS } from '../workflows/gate-state';
+
+/**
+ * The one count of a pause, from either side: the gate's (through its sink, worker/worker.ts) and
+ * a call's outside it. `account`: the account's metric label (metrics/account.ts), never a raw id.
+ */
+export function countPause(meter: MetricMeter, account: string): void {
+  meter.createCounter('delivery_account_unauthorized', 'pauses', 'Times a courier account was paused because the courier refused its API key (401).').add(1, { account });
+}
 
 /** A paused call's next attempt comes this long after the probe is due, so the probe has usually been answered by then. */
 const AFTER_PROBE_MS = 1_000;

@@ -16,7 +16,8 @@ import { withProviderFailures } from './failures';
 import { ACCOUNT_PAUSED } from '../contract/failures';
 import { UnknownAccountError } from '../accounts/registry';
 import { activityAccount, unknownAccount } from './account-of';
-import { AccountPauses } from './account-pauses';
+import { AccountPauses, countPause } from './account-pauses';
+import { PAUSE_LINES } from '../workflows/gate-state';
 
 /** The API client of each account (accounts/provider-clients.ts); a single client serves every account. */
 export type ProviderFor = ProviderClient | ((account: string) => ProviderClient);
@@ -74,15 +75,15 @@ export function createProviderActivities(providers: ProviderFor, o: { httpTimeou
       const { started, retryInMs } = pauses.refused(account);
       if (started) {
         const { log, metricMeter } = Context.current();
-        log.warn('courier account paused: the courier refused its API key (401); its deliveries wait, one probe call per period', { account, probeMs: pauses.probeMs, calls: 'outside the pacing gate' });
-        metricMeter.createCounter('delivery_account_unauthorized', 'pauses', 'Times a courier account was paused because the courier refused its API key (401).').add(1, { account: accountLabel(account) });
+        log.warn(PAUSE_LINES.paused, { account, probeMs: pauses.probeMs, calls: 'outside the pacing gate' });
+        countPause(metricMeter, accountLabel(account));
       }
       throw accountPaused(account, retryInMs, 'was refused');
     }
   };
   const keyAccepted = (account: string) => {
     const pausedMs = pauses.accepted(account);
-    if (pausedMs !== undefined) Context.current().log.info('courier account resumed: its API key is accepted again', { account, pausedMs, calls: 'outside the pacing gate' });
+    if (pausedMs !== undefined) Context.current().log.info(PAUSE_LINES.resumed, { account, pausedMs, calls: 'outside the pacing gate' });
   };
 
   // A slot is timed on the monotonic clock, never the wall clock, which may be off (docs/deploying.md, "Clocks").

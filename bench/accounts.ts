@@ -60,11 +60,28 @@ function windowUse(sim: Simulator): number {
   return Math.max(...use);
 }
 
+/** Each order's time from its start to its creation at the courier, sorted. */
+const waitsOf = (os: Order[], startedAt: Map<string, number>, createdAt: Map<string, number>) => os.map((o) => (createdAt.get(o.reference) ?? Infinity) - startedAt.get(o.reference)!).sort((a, b) => a - b);
+
+/**
+ * The small accounts' orders alone, as many as beside the backlog, on the same workers: what their
+ * p99 is on this machine with no backlog, the floor the burst's p99 is divided by (same run).
+ */
+async function alonePhase(e: Env, accounts: string[]): Promise<number> {
+  const orders: Order[] = accounts.flatMap((account) => makeOrders(`alone-${account}`, 2).map((o) => ({ ...o, account })));
+  progress(`alone: ${orders.length} orders of ${accounts.length} small accounts, no backlog; load ${load()}`);
+  const startedAt = await startAll(e, 'accounts-run', orders);
+  const createdAt = await waitCreated(e.sim, orders, Date.now() + 120_000, 'alone');
+  return percentile(waitsOf(orders, startedAt, createdAt), 0.99);
+}
+
 async function runPhase(e: Env) {
   const ids = ['big', ...Array.from({ length: SMALL }, (_, i) => `small-${i + 1}`)];
   const revoked = ids.at(-1)!;
   register(e, ids);
   const workers = await startWorkers(e.ctx, { taskQueue: 'accounts-run', url: e.url, key: 'none', pacing: 'gate', env: () => ({ DELIVERY_ACCOUNTS_FILE: registry(e, 'run.json', ids) }) });
+  const alone = await alonePhase(e, ids.filter((id) => id !== 'big' && id !== revoked));
+  await sleep(LIMITS.creations.windowMs); // their creation windows clear
   const orders: Order[] = ids.flatMap((account) => makeOrders(account, account === 'big' ? BIG_ORDERS : 2).map((o) => ({ ...o, account })));
   const big = orders.filter((o) => o.account === 'big');
   const least = leastDrainMs(big, LIMITS.quotes, LIMITS.creations);
@@ -83,7 +100,7 @@ async function runPhase(e: Env) {
   const createdAt = await waitCreated(e.sim, orders, Date.now() + 3 * least + 60_000, 'run');
   const correctedAt = await corrected;
   await Promise.all(workers.map((w) => w.stop()));
-  const waits = (os: Order[], from: (o: Order) => number) => os.map((o) => (createdAt.get(o.reference) ?? Infinity) - from(o)).sort((a, b) => a - b);
+  const waits = (os: Order[], from: (o: Order) => number) => waitsOf(os, new Map(os.map((o) => [o.reference, from(o)])), createdAt);
   const smallOrders = orders.filter((o) => o.account !== 'big' && o.account !== revoked);
   const small = waits(smallOrders, (o) => startedAt.get(o.reference)!);
   // Where a small order's wait is: from its delivery's start until a worker took its first workflow task (server time).
@@ -97,6 +114,7 @@ async function runPhase(e: Env) {
     // The stack's own latency under the machine's load: the first creation of any account after the first start.
     first_created_s: round((Math.min(...createdAt.values()) - Math.min(...starts)) / 1000, 2),
     small_orders_measured: small.length, small_created_p50_s: round(percentile(small, 0.5) / 1000, 2), small_created_p99_s: round(percentile(small, 0.99) / 1000, 2),
+    small_alone_p99_s: round(alone / 1000, 2), small_backlog_ratio: round(percentile(small, 0.99) / alone),
     small_first_task_wait_p50_s: round(percentile(firstTasks, 0.5) / 1000, 2), small_first_task_wait_p99_s: round(percentile(firstTasks, 0.99) / 1000, 2),
     big_least_drain_s: round(least / 1000, 1), big_drain_s: round(bigDrain / 1000, 1), big_drain_ratio: round(bigDrain / least),
     max_window_use_of_limit: round(windowUse(e.sim)), refused_429: e.sim.requestLog().filter((c) => c.status === 429).length, revoked_refused_401: refused().length,
@@ -115,7 +133,7 @@ export async function accountsBenchmark(): Promise<BenchmarkOutput> {
     const run = RUN ? await runPhase(e) : undefined;
     const i = await idlePhase(idle, REGISTERED, IDLE_MS);
     const f = { scale: SCALE, fairness: FAIRNESS ? 'on' : 'off', accounts: SMALL + 1, big_orders: BIG_ORDERS, registered: REGISTERED, load_average_start: load(), ...run, ...i, idle_load_average_end: load() };
-    const runGoals = run ? { small_p99_5s: run.small_created_p99_s <= 5, big_drain_1_05: run.big_drain_ratio <= 1.05, windows: run.max_window_use_of_limit <= 1, no_429: run.refused_429 === 0, revoked_60s: run.revoked_created_after_correction_max_s <= 60 } : {};
+    const runGoals = run ? { small_ratio_1_2: run.small_backlog_ratio <= 1.2, big_drain_1_05: run.big_drain_ratio <= 1.05, windows: run.max_window_use_of_limit <= 1, no_429: run.refused_429 === 0, revoked_60s: run.revoked_created_after_correction_max_s <= 60 } : {};
     const goals = { ...runGoals, idle_cpu: i.idle_worker_cpu_cores <= 0.05, heap_64kib: i.heap_kib_per_account <= 64, reload_1s: i.registry_reload_s <= 1, no_idle_timers: i.gates_of_idle_accounts + i.gate_timers_fired_while_idle === 0 };
     return { ...f, goals_not_met: Object.entries(goals).filter(([, ok]) => !ok).map(([g]) => g).join(' ') || 'none' };
   });

@@ -5,13 +5,14 @@
  * way it was before accounts, the one `default` account of a client and a list of secrets.
  *
  * Secrets and keys are read at each use through the registry, so a rotated one works from the
- * next webhook without a restart; a client is made the first time an account needs one and made
- * anew when the account's base URL changes (a removed account's is closed).
+ * next webhook without a restart; a client is made the first time an account needs one, by the
+ * same cache as the worker's.
  */
 import { readFileSync } from 'node:fs';
 import { DEFAULT_ACCOUNT } from '../contract/accounts';
 import type { AccountRegistry } from '../accounts/registry';
-import { ProviderClient, type ProviderClientOptions } from '../provider/client';
+import type { ProviderClient } from '../provider/client';
+import { providerClientsFor } from '../accounts/provider-clients';
 
 export interface BridgeAccount {
   readonly id: string;
@@ -41,18 +42,13 @@ export function singleAccount(provider: ProviderClient, secrets: readonly string
   return { get: (id) => (id === DEFAULT_ACCOUNT ? account : undefined), ids: () => [DEFAULT_ACCOUNT], onChange: () => () => undefined, decoyRead: () => undefined, close: () => provider.close() };
 }
 
-/** Every account of the registry; `client` holds the settings all their clients share (timeouts, pool size, Retry-After cap). */
-export function registryAccounts(registry: AccountRegistry, client: Omit<ProviderClientOptions, 'baseUrl' | 'apiKey'> = {}): BridgeAccounts {
-  const clients = new Map<string, { baseUrl: string; provider: ProviderClient }>();
-  const drop = (id: string) => {
-    const c = clients.get(id);
-    clients.delete(id);
-    void c?.provider.close().catch(() => undefined);
-  };
-  const unsubscribe = registry.onChange((change) => {
-    if (change instanceof Error) return;
-    for (const id of change.removed) drop(id);
-  });
+/**
+ * Every account of the registry, with the worker's client cache (accounts/provider-clients.ts: one
+ * pool per courier host, a client made anew when its entry changes); `client` holds the settings
+ * all their clients share (timeouts, pool size, Retry-After cap, told the account it capped).
+ */
+export function registryAccounts(registry: AccountRegistry, client: Parameters<typeof providerClientsFor>[1] = {}): BridgeAccounts {
+  const clients = providerClientsFor(registry, client);
   return {
     get(id) {
       const account = registry.get(id);
@@ -62,13 +58,7 @@ export function registryAccounts(registry: AccountRegistry, client: Omit<Provide
         webhookSecrets: () => account.webhookSecrets(),
         // Made when a verified webhook needs a look-up, not for every request naming the account.
         get provider() {
-          let c = clients.get(id);
-          if (c?.baseUrl !== account.baseUrl) {
-            if (c) drop(id);
-            c = { baseUrl: account.baseUrl, provider: new ProviderClient({ ...client, baseUrl: account.baseUrl, apiKey: () => registry.require(id).apiKey() }) };
-            clients.set(id, c);
-          }
-          return c.provider;
+          return clients.forAccount(id);
         },
       };
     },
@@ -81,10 +71,6 @@ export function registryAccounts(registry: AccountRegistry, client: Omit<Provide
         // only the time it takes matters
       }
     },
-    async close() {
-      unsubscribe();
-      await Promise.all([...clients.values()].map((c) => c.provider.close()));
-      clients.clear();
-    },
+    close: () => clients.close(),
   };
 }

@@ -26,8 +26,9 @@ async function main(): Promise<void> {
   const tracing = installTracing('delivery-bridge', (line) => log({ time: new Date().toISOString(), ...line }));
   const temporal = temporalSettingsFromEnv();
   const providerConfig = providerConfigFromEnv();
-  let onCapped: (e: { call: string; askedMs: number; cappedMs: number }) => void = () => undefined;
-  const clientOptions = { timeoutMs: providerConfig.timeoutMs, connections: providerConfig.connections, retryAfterCap: { maxMs: providerConfig.retryAfterCapMs, onCapped: (e: { call: string; askedMs: number; cappedMs: number }) => onCapped(e) } };
+  type Capped = { account: string; call: string; askedMs: number; cappedMs: number };
+  let onCapped: (e: Capped) => void = () => undefined;
+  const clientOptions = { timeoutMs: providerConfig.timeoutMs, connections: providerConfig.connections, retryAfterCap: { maxMs: providerConfig.retryAfterCapMs, onCapped: (e: Capped) => onCapped(e) } };
   let accounts: BridgeAccounts;
   let served: string;
   if (config.accountsFile) {
@@ -38,7 +39,9 @@ async function main(): Promise<void> {
     const without = registry.ids().filter((id) => registry.get(id)!.webhookSecrets().length === 0);
     served = `${registry.size} account(s) of ${registry.source} at ${WEBHOOK_PATH}/<account>${without.length ? ` (no webhook secrets, so every webhook refused: ${without.slice(0, 10).join(', ')}${without.length > 10 ? ', …' : ''})` : ''}`;
   } else {
-    accounts = singleAccount(new ProviderClient({ ...providerConfig, ...clientOptions }), config.secrets);
+    // Capped on a call of the one account the bridge serves.
+    const retryAfterCap = { ...clientOptions.retryAfterCap, onCapped: (e: Omit<Capped, 'account'>) => onCapped({ ...e, account: accounts.ids()[0]! }) };
+    accounts = singleAccount(new ProviderClient({ ...providerConfig, ...clientOptions, retryAfterCap }), config.secrets);
     served = `${WEBHOOK_PATH} (secret(s) ${config.secrets.map(secretFingerprint).join(', ')})`;
   }
   const connection = await connectClient(temporal.connectionOptions as ConnectionOptions);
@@ -53,8 +56,8 @@ async function main(): Promise<void> {
     log,
   });
   onCapped = (e) => {
-    bridge.metrics.retryAfterCapped();
-    log({ msg: 'provider Retry-After capped', call: e.call, asked_ms: e.askedMs, capped_ms: e.cappedMs });
+    bridge.metrics.retryAfterCapped(e.account);
+    log({ msg: 'provider Retry-After capped', account: e.account, call: e.call, asked_ms: e.askedMs, capped_ms: e.cappedMs });
   };
   // Process-wide figures (heap, event loop lag, GC) belong to the process, so only here, not in createBridge.
   collectDefaultMetrics({ register: bridge.metrics.registry });

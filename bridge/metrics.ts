@@ -25,7 +25,7 @@ export class BridgeMetrics {
   private readonly negativeHits: Counter<'kind'>;
   private readonly suppressedLogLines: Counter;
   private readonly droppedConnections: Counter;
-  private readonly cappedRetryAfter: Counter;
+  private readonly cappedRetryAfter: Counter<'account'>;
 
   constructor(sizes: { referenceCache: () => number; deliveredEvents: () => number; unknownDeliveries: () => number; closedWorkflows: () => number }, accounts: AccountList, namedAccounts?: number) {
     this.labels = new AccountLabels(accounts, namedAccounts);
@@ -72,7 +72,8 @@ export class BridgeMetrics {
     });
     this.cappedRetryAfter = new Counter({
       name: 'bridge_provider_retry_after_capped_total',
-      help: 'Provider 429 answers whose Retry-After was over DELIVERY_API_RETRY_AFTER_CAP_MS and was cut to it.',
+      help: 'Provider 429 answers whose Retry-After was over DELIVERY_API_RETRY_AFTER_CAP_MS and was cut to it, by account.',
+      labelNames: ['account'],
       registers,
     });
     new Gauge({
@@ -104,7 +105,9 @@ export class BridgeMetrics {
   async accountsChanged(): Promise<void> {
     this.labels.refresh();
     const kept = new Set([...this.labels.values(), UNKNOWN_ACCOUNT_LABEL]);
-    for (const { labels } of (await this.webhooks.get()).values) if (typeof labels.account === 'string' && !kept.has(labels.account)) this.webhooks.remove(labels);
+    for (const metric of [this.webhooks, this.cappedRetryAfter] as const) {
+      for (const { labels } of (await metric.get()).values) if (typeof labels.account === 'string' && !kept.has(labels.account)) metric.remove(labels as never);
+    }
     this.seed();
   }
 
@@ -122,8 +125,9 @@ export class BridgeMetrics {
     this.suppressedLogLines.inc();
   }
 
-  retryAfterCapped(): void {
-    this.cappedRetryAfter.inc();
+  /** `account`: the account whose call was answered (the bridge reads deliveries with each account's key). */
+  retryAfterCapped(account: string): void {
+    this.cappedRetryAfter.labels(this.labels.of(account)).inc();
   }
 
   droppedConnection(): void {

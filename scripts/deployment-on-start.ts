@@ -12,7 +12,7 @@ import type { Connection } from '@temporalio/client';
 import { connectClient } from '../temporal/client-connection';
 import { temporalSettingsFromEnv } from '../temporal/connection';
 import { listedDeployment, pinnedElsewhere } from '../temporal/deployment-listing';
-import { deploymentVersionFromEnv, routingPropagated, strandedReport, unpolledTaskQueues, versionLabel, versionTaskQueues, type DeploymentVersion } from '../temporal/worker-deployment';
+import { deploymentVersionFromEnv, moveStrandedGates, routingPropagated, strandedReport, unpolledTaskQueues, versionLabel, versionTaskQueues, type DeploymentVersion } from '../temporal/worker-deployment';
 
 type Service = Connection['workflowService'];
 const IDENTITY = 'delivery-orchestrator start';
@@ -31,8 +31,10 @@ export async function makeStackVersionCurrent(temporalEnv: Record<string, string
     const service = connection.workflowService;
     const previous = await makeCurrent(service, settings.namespace, version, settings.taskQueue);
     log(`workers: version ${versionLabel(version)}, current${previous && previous !== version.buildId ? ` (was ${previous})` : ''}`);
-    // The stack runs no other version's workers, so any other version with open pinned deliveries is stranded.
-    for (const line of strandedReport(await pinnedElsewhere(service, settings.namespace, version), version)) log(line);
+    // The stack runs no other version's workers: a gate pinned to another moves here (new orders
+    // would wait for it), and any other version with open pinned deliveries is stranded.
+    await moveStrandedGates(service, settings.namespace, version, log);
+    for (const line of strandedReport(await pinnedElsewhere(service, settings.namespace, version, { deliveriesOnly: true }), version)) log(line);
   } catch (err) {
     log(`!!! could not make the workers' version ${versionLabel(version)} current: ${(err as Error).message}; new deliveries may wait (npm run rollout -- --build-id ${version.buildId})`);
   } finally {

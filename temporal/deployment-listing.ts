@@ -7,6 +7,7 @@
  * deployment while its new run is being indexed, and then shows it again.
  */
 import type { Connection } from '@temporalio/client';
+import { GATE_WORKFLOW_TYPE } from '../contract/gate-messages';
 import { versionLabel, type DeploymentVersion, type Routing, type StrandedVersion } from './worker-deployment';
 
 type Service = Connection['workflowService'];
@@ -37,8 +38,10 @@ export async function listedDeployment(service: Service, namespace: string, depl
 }
 
 /** Versions of the deployment other than `v` on which open pinned workflows run, with their count; at most `limit` versions. */
-export async function pinnedElsewhere(service: Service, namespace: string, v: DeploymentVersion, limit = 20): Promise<StrandedVersion[]> {
-  const open = `TemporalWorkerDeployment = '${v.deploymentName}' AND TemporalWorkflowVersioningBehavior = 'Pinned' AND ExecutionStatus = 'Running'`;
+export async function pinnedElsewhere(service: Service, namespace: string, v: DeploymentVersion, o: { limit?: number; deliveriesOnly?: boolean } = {}): Promise<StrandedVersion[]> {
+  const limit = o.limit ?? 20;
+  // deliveriesOnly: without the pacing gates, for a report made after they moved (visibility may not show the move yet).
+  const open = `TemporalWorkerDeployment = '${v.deploymentName}' AND TemporalWorkflowVersioningBehavior = 'Pinned' AND ExecutionStatus = 'Running'${o.deliveriesOnly ? ` AND WorkflowType != '${GATE_WORKFLOW_TYPE}'` : ''}`;
   const labels = [versionLabel(v)];
   const out: StrandedVersion[] = [];
   // One workflow at a time, excluding the versions found so far: as many reads as versions, whatever the number of workflows.

@@ -364,6 +364,39 @@ export async function wakePinnedGates(service: Service, namespace: string, v: De
   return woken;
 }
 
+/**
+ * For a stack that runs version `v` alone (`npm start`, `npm run cluster` started again on changed
+ * code): a gate pinned to another version has no worker left to run it, so it cannot move by
+ * continuing as new, and every new order of its account would wait for it. Each such gate gets an
+ * AUTO_UPGRADE versioning override: its next task runs on the current version, replaying its run
+ * there as 0.3.0's gates upgraded in place (its messages only grow: docs/deploying.md); its next
+ * continue-as-new starts pinned again, as the server passes on a pinned override but not this one.
+ * Returns how many moved.
+ */
+export async function moveStrandedGates(service: Service, namespace: string, v: DeploymentVersion, progress?: Progress): Promise<number> {
+  const query = `WorkflowType = '${GATE_WORKFLOW_TYPE}' AND ExecutionStatus = 'Running' AND TemporalWorkflowVersioningBehavior = 'Pinned' AND TemporalWorkerDeployment = '${v.deploymentName}' AND TemporalWorkerDeploymentVersion != '${versionLabel(v)}'`;
+  let moved = 0;
+  let nextPageToken: Uint8Array | undefined;
+  do {
+    const page = await service.listWorkflowExecutions({ namespace, query, nextPageToken });
+    for (const e of page.executions ?? []) {
+      const done = await service
+        .updateWorkflowExecutionOptions({ namespace, workflowExecution: { workflowId: e.execution?.workflowId }, workflowExecutionOptions: { versioningOverride: { autoUpgrade: true } }, updateMask: { paths: ['versioning_override'] }, identity: IDENTITY })
+        .then(
+          () => true,
+          (err: Error) => {
+            if (/not found|already completed/i.test(err.message)) return false; // it ended meanwhile
+            throw err;
+          },
+        );
+      if (done) moved++;
+    }
+    nextPageToken = page.nextPageToken?.length ? page.nextPageToken : undefined;
+  } while (nextPageToken);
+  if (moved > 0) progress?.(`pacing gates: ${moved} pinned to a version no worker of this stack runs, moved to ${v.buildId} (upgraded in place, pinned again at their next continue-as-new)`);
+  return moved;
+}
+
 /** Sends `percentage` of new workflows to `v` (`v` undefined ends the ramp), then waits until the deployment and every task queue show it. */
 export async function setRampingVersion(service: Service, namespace: string, deploymentName: string, buildId: string | undefined, percentage: number, progress?: Progress): Promise<void> {
   const before = await describeDeployment(service, namespace, deploymentName);

@@ -12,7 +12,7 @@
  */
 import type { DataConverter } from '@temporalio/common';
 import { FAILURE_CONVERTER_PATH } from '../temporal/payload-codec';
-import { bundleWorkflowCode, Worker, type InjectedSinks, type NativeConnection, type WorkflowBundle, type WorkflowBundleOption } from '@temporalio/worker';
+import { bundleWorkflowCode, Runtime, Worker, type InjectedSinks, type NativeConnection, type WorkflowBundle, type WorkflowBundleOption } from '@temporalio/worker';
 import type { Client } from '@temporalio/client';
 import { configureGate, createGateActivities, startGate } from '../activities/gate-activities';
 import { DEFAULT_ACCOUNT } from '../contract/accounts';
@@ -33,6 +33,8 @@ import { SIGNAL_ENDPOINT, type WorkerMetrics } from '../metrics/worker-metrics';
 import { OTHER_ACCOUNTS } from '../metrics/account';
 import { parseDeliveryWorkflowId } from '../contract/workflow-ids';
 import type { NotifierSinks } from '../workflows/notifier';
+import type { GateSinks } from '../workflows/gate';
+import { countPause } from '../activities/account-pauses';
 import type { Tracing } from '../tracing/install';
 import { bundleIsTraced, tracedWorkerOptions, WORKFLOW_TRACING_MODULE } from '../tracing/worker';
 import { readFileSync } from 'node:fs';
@@ -140,10 +142,15 @@ export async function createDeliveryWorkers(o: DeliveryWorkerOptions): Promise<D
     maxConcurrentWorkflowTaskExecutions: o.maxConcurrentWorkflowTasks ?? DEFAULT_MAX_CONCURRENT_WORKFLOW_TASKS,
     stickyQueueScheduleToStartTimeout: o.stickyQueueTimeoutMs ?? DEFAULT_STICKY_QUEUE_TIMEOUT_MS,
   });
-  // The pacing gate, on its own queue (contract/task-queues.ts says why).
+  // The pacing gate, on its own queue (contract/task-queues.ts says why). Its pauses are counted
+  // here, under the account's bounded label: the registry is the worker's (workflows/gate.ts, GateSinks).
+  const gateSinks: InjectedSinks<GateSinks> = {
+    accounts: { paused: { fn: (_info, account) => countPause(Runtime.instance().metricMeter, o.metrics?.labels.of(account) ?? account) } },
+  };
   const gateWorker = await Worker.create({
     ...base,
     ...withWorkflows,
+    sinks: { ...withWorkflows.sinks, ...gateSinks },
     ...versioned,
     taskQueue: gateTaskQueue(o.taskQueue),
     workflowBundle,

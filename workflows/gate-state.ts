@@ -40,6 +40,11 @@ export interface GateSnapshot {
  * this long, and a revoked one costs one refused call per period, never a storm.
  */
 export const UNAUTHORIZED_PROBE_MS = 5_000;
+/** The lines of a pause and its end, the same from the gate (its calls) and from a process (the calls outside it: activities/account-pauses.ts). */
+export const PAUSE_LINES = {
+  paused: 'courier account paused: the courier refused its API key (401); its deliveries wait, one probe call per period',
+  resumed: 'courier account resumed: its API key is accepted again',
+} as const;
 
 /** This many different orders failing in a row, with no answer between, mean an outage. */
 export const OUTAGE_AFTER = 3;

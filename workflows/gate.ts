@@ -31,13 +31,13 @@
  * delivery up by reference before creating (Idempotency-Key = the delivery's workflow ID).
  * `PROVIDER_PACING=task-queue` uses Temporal's task-queue rate limit instead (the comparison).
  */
-import { ActivityFailure, ApplicationFailure, CancellationScope, condition, continueAsNew, deprecatePatch, isCancellation, log, makeContinueAsNewFunc, metricMeter, proxyActivities, proxyLocalActivities, setCurrentDetails, setHandler, TimeoutFailure, workflowInfo } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, CancellationScope, condition, continueAsNew, deprecatePatch, isCancellation, log, makeContinueAsNewFunc, proxyActivities, proxyLocalActivities, proxySinks, setCurrentDetails, setHandler, TimeoutFailure, workflowInfo, type Sinks } from '@temporalio/workflow';
 import type { GateActivities } from '../activities/gate-activities';
 import type { ProviderActivities } from '../activities/provider-activities';
 import type { CreateDeliveryRequest, DeliveryRecord, Quote } from '../provider/schemas';
 import { NON_RETRYABLE_PROVIDER_FAILURES, PROVIDER_FAILURE_TYPES } from '../contract/failures';
 import { SLOT_MISSED, gateAnswerSignal, gateConfigureSignal, gateRequestSignal, gateStatusQuery, gateWakeSignal, gateWithdrawSignal, type GateAnswer, type GateConfig, type GatedFamily, type GateRequest } from '../contract/gate-messages';
-import { GateState, UNAUTHORIZED_PROBE_MS, type Addressed, type Call, type GateSnapshot, type Outcome } from './gate-state';
+import { GateState, PAUSE_LINES, UNAUTHORIZED_PROBE_MS, type Addressed, type Call, type GateSnapshot, type Outcome } from './gate-state';
 import { accountPriority } from '../contract/priorities';
 import { DEFAULT_ACCOUNT } from '../contract/accounts';
 import { parseGateWorkflowId } from '../contract/workflow-ids';
@@ -52,6 +52,15 @@ import { inTraceOf } from './trace-context';
  */
 const ONE_ANSWER_PATCH = 'gate-one-answer-for-quote-and-creation';
 const PAUSE_ON_UNAUTHORIZED_PATCH = 'gate-pause-account-on-unauthorized';
+/**
+ * A pause of the account, counted by the worker (`delivery_account_unauthorized`) under the
+ * account's metric label: the registry, which bounds the labels (metrics/account.ts), is the
+ * worker's, not the workflow's. A sink: the SDK calls it once the task's work is done, never on replay.
+ */
+export interface GateSinks extends Sinks {
+  accounts: { paused(account: string): void };
+}
+const { accounts } = proxySinks<GateSinks>();
 /** How long an activity task may wait for a worker beyond its delay before the server drops it. */
 export const START_SLACK_MS = 5_000;
 const local = proxyLocalActivities<GateActivities>({ startToCloseTimeout: '10 seconds' });
@@ -84,9 +93,9 @@ export async function pacingGate(input: { taskQueue: string; config: GateConfig;
   const tellPause = () => {
     const since = gate.s.unauthorizedSince;
     if (since !== undefined && pausedSince === undefined) {
-      log.warn('courier account paused: the courier refused its API key (401); its deliveries wait, one probe call per period', { account, probeMs: UNAUTHORIZED_PROBE_MS });
-      metricMeter.createCounter('delivery_account_unauthorized', 'pauses', 'Times a courier account was paused because the courier refused its API key (401).').add(1, { account });
-    } else if (since === undefined && pausedSince !== undefined) log.info('courier account resumed: its API key is accepted again', { account, pausedMs: Date.now() - pausedSince });
+      log.warn(PAUSE_LINES.paused, { account, probeMs: UNAUTHORIZED_PROBE_MS });
+      accounts.paused(account);
+    } else if (since === undefined && pausedSince !== undefined) log.info(PAUSE_LINES.resumed, { account, pausedMs: Date.now() - pausedSince });
     pausedSince = since;
   };
   setHandler(gateRequestSignal, (requests) => requests.forEach((r) => post(r.from, gate.request(r, Date.now()))));

@@ -28,7 +28,8 @@ import { deliveryStartOptions } from '../../workflows/start-options';
 import { deliveryRequest } from '../fixtures/orders';
 import { busiestWindow } from '../helpers/rolling-windows';
 import { eventually } from '../helpers/stack';
-import { testClient, uniqueTaskQueue } from '../helpers/temporal';
+import { testClient, testServerAddress, uniqueTaskQueue } from '../helpers/temporal';
+import { makeStackVersionCurrent } from '../../scripts/deployment-on-start';
 import { startWorkers, type RunningWorkers } from '../helpers/workers';
 
 jest.setTimeout(300_000);
@@ -161,4 +162,40 @@ test('a switch while two gates hold a backlog and one is idle: every gate moves 
     expect(await buildsOf(id)).toEqual(new Set([b.buildId]));
   }
   expect(onB.workers.workers.every((w) => w.getState() === 'RUNNING')).toBe(true);
+});
+
+test("the stack started again on changed code, the old build's workers all gone: `npm start` moves the gate pinned to the old build, and a new order of its account is created on the new one", async () => {
+  const queue = uniqueTaskQueue('gate-stranded');
+  const name = `test-${randomUUID().slice(0, 8)}`;
+  const c: DeploymentVersion = { deploymentName: name, buildId: 'build-c' };
+  const d: DeploymentVersion = { deploymentName: name, buildId: 'build-d' };
+  const on = async (v: DeploymentVersion) => {
+    const w = await startWorkers(createProviderActivities((account) => clients.forAccount(account)), { taskQueue: queue, deployment: v, accounts: registry, pacing: { marginMs: 20 } });
+    running.push(w);
+    await waitForVersion(temporalClient.workflowService, temporalClient.options.namespace, v, queue);
+    return w;
+  };
+  const order = async (reference: string) => {
+    const { reference_number: _r, ...o } = deliveryRequest({ is_food: false });
+    started.push((await temporalClient.workflow.start('delivery', { taskQueue: queue, ...deliveryStartOptions({ order: o, reference, account: 'shop-a' }) })).workflowId);
+  };
+  const gate = temporalClient.workflow.getHandle(gateWorkflowId(queue, 'shop-a'));
+  started.push(gate.workflowId);
+
+  const onC = await on(c);
+  await setCurrentVersion(temporalClient.workflowService, temporalClient.options.namespace, c);
+  await order('STRAND-1');
+  await eventually('the first order created on C', () => (createdRefs().has('STRAND-1') ? true : undefined), 60_000);
+  await onC.stop(); // Ctrl-C: every worker of C gone
+  await on(d);
+  const lines: string[] = [];
+  const { address, namespace } = testServerAddress();
+  await makeStackVersionCurrent({ TEMPORAL_ADDRESS: address, TEMPORAL_NAMESPACE: namespace, DELIVERY_TASK_QUEUE: queue, WORKER_DEPLOYMENT_NAME: name, WORKER_BUILD_ID: d.buildId }, (l) => lines.push(l));
+  expect(lines.join('\n')).toMatch(/pacing gates: 1 pinned to a version no worker of this stack runs, moved to build-d/);
+
+  await order('STRAND-2');
+  await eventually('the new order created on D', () => (createdRefs().has('STRAND-2') ? true : undefined), 60_000);
+  expect(await buildsOf(gate.workflowId)).toContain(d.buildId);
+  // The stranded report names C for its open delivery, not for the gate, which moved.
+  expect(lines.filter((l) => l.includes(`version ${versionLabel(c)}: 1 open pinned delivery`))).toHaveLength(1);
 });

@@ -89,10 +89,12 @@ describe('account labels', () => {
     metrics.observe('shop-0', 'accepted', 'signal_delivered', 0.01);
     metrics.observe('shop-999', 'accepted', 'signal_delivered', 0.01);
     metrics.observe(undefined, 'rejected', 'no_matching_signature', 0.01);
+    metrics.retryAfterCapped('shop-999'); // a look-up's Retry-After cut to the cap
     expect(await labelValues(metrics.registry)).toEqual(new Set(['shop-0', 'shop-1', OTHER_ACCOUNTS, UNKNOWN_ACCOUNT_LABEL]));
     const m = parsePrometheusText(await metrics.registry.metrics());
     expect(m.value('bridge_webhooks_total', { outcome: 'accepted', reason: 'signal_delivered', account: OTHER_ACCOUNTS })).toBe(1);
     expect(m.value('bridge_webhooks_total', { outcome: 'accepted', reason: 'signal_delivered', account: 'shop-1' })).toBe(0); // present from the start
+    expect(m.value('bridge_provider_retry_after_capped_total', { account: OTHER_ACCOUNTS })).toBe(1);
     registry.set(['acme']);
     await metrics.accountsChanged();
     expect(await labelValues(metrics.registry)).toEqual(new Set(['acme', OTHER_ACCOUNTS, UNKNOWN_ACCOUNT_LABEL]));
