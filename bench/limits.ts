@@ -94,7 +94,8 @@ export async function waitCreated(sim: Simulator, orders: Order[], deadlineMs: n
 
 /** Starts the orders on `taskQueue`, `concurrency` at a time; answers when each was started. */
 export async function startOrders(ctx: Context, taskQueue: string, orders: (Order & { account?: string })[], o: { concurrency: number; followUp: Partial<FollowUpSettings> }) {
-  const client = new DeliveryClient({ temporal: ctx.temporal, taskQueue });
+  // A benchmark loads the machine on purpose: a start check may wait longer than an order system's 10 s.
+  const client = new DeliveryClient({ temporal: ctx.temporal, taskQueue, startCheckTimeoutMs: 120_000 });
   const startedAt = new Map<string, number>();
   await pool(orders, o.concurrency, async (order) => {
     startedAt.set(order.reference, Date.now());
@@ -212,7 +213,7 @@ function sampledClient(ctx: Context, otlpUrl: string, ratio: number): { temporal
   });
   if (!propagation.fields().includes('traceparent')) provider.register(); // the process's context manager and W3C propagator, once
   const tracer = provider.getTracer('bench-order-system');
-  const temporal = new Client({ connection: ctx.temporal.connection, namespace: ctx.temporal.options.namespace, interceptors: { workflow: [new OpenTelemetryWorkflowClientInterceptor({ tracer })] } });
+  const temporal = new Client({ connection: ctx.temporal.connection, namespace: ctx.temporal.options.namespace, dataConverter: ctx.temporal.options.dataConverter, interceptors: { workflow: [new OpenTelemetryWorkflowClientInterceptor({ tracer })] } });
   return { temporal, provider };
 }
 

@@ -83,6 +83,17 @@ const START_NOISE = [/"msg":"Queue reader unable to retrieve tasks".*"error":"sh
 const START_NOISE_MS = 30_000;
 
 /**
+ * Error lines of a refusal the server itself retries, kept for a crash message but never shown:
+ * its own workflow for a worker deployment version continues as new after each change (each task
+ * queue a starting worker registers), and a registration that meets that moment is refused
+ * ("workflow is closing", ResourceExhausted) and sent again: the server's deployment client counts
+ * it retryable and logs it at debug level (service/worker/workerdeployment/util.go,
+ * isRetryableUpdateError), while history's request log prints it as an error. Seen in CI when
+ * the workers of a new version start; the version ends up with every queue.
+ */
+const SERVER_RETRIED = [/"wf-id":"temporal-sys-worker-deployment-version:[^"]*".*"error":"MultiOperation could not be executed: Update failed: workflow operation can not be applied because workflow is closing"/];
+
+/**
  * A crash message keeps the last KEPT_CHARS of a process's output, each line cut to KEPT_LINE_CHARS:
  * the server's fatal line is JSON with its message and error first and a stack trace of several KB
  * last, so an uncut tail would show only the end of the stack, not what failed.
@@ -292,6 +303,7 @@ export class TemporalCluster {
       proc.recent = (proc.recent + keptLines(chunk.toString())).slice(-KEPT_CHARS);
       for (const line of chunk.toString().split('\n').filter(Boolean)) {
         if (Date.now() - started < START_NOISE_MS && START_NOISE.some((re) => re.test(line))) continue;
+        if (SERVER_RETRIED.some((re) => re.test(line))) continue;
         this.o.output?.(name, line);
       }
     };
