@@ -81,7 +81,7 @@ async function fleetPhase(e: IdleEnv, registered: number) {
   const taskQueue = `accounts-fleet-${Date.now().toString(36)}`;
   const ids = idleIds(registered);
   const statuses = ['CREATED', 'ASSIGNED', 'PICKED_UP'];
-  const open = Array.from({ length: 1_000 }, (_, i) => ({ i, account: ids[(i * 97) % 100]!, status: i % 10 === 0 ? undefined : statuses[i % 3]! }));
+  const open = Array.from({ length: 1_000 }, (_, i) => ({ i, account: ids[(i * 97) % Math.min(100, ids.length)]!, status: i % 10 === 0 ? undefined : statuses[i % 3]! }));
   await pool(open, 32, async ({ i, account, status }) => {
     const attributes = [{ key: DeliveryAccount, value: account }, ...(status ? [{ key: DeliveryStatus, value: status }, { key: DeliveryStatusSince, value: new Date(Date.now() - i * 1000) }] : [])];
     await e.ctx.temporal.workflow.start('delivery', { taskQueue, workflowId: `fleet-${taskQueue}-${i}`, args: [], typedSearchAttributes: attributes as never });

@@ -336,30 +336,39 @@ export async function setCurrentVersion(service: Service, namespace: string, v: 
 }
 
 /**
- * Signals every pacing gate pinned to another version of the deployment: in the task that signal
- * makes, the gate sees that its version is no longer the target and moves to `v` by continuing as
- * new (workflows/gate.ts). A gate with a backlog would see it at its next timer anyway; an idle one
- * runs no task until its next ask, and would hold its old version open (not drained) until then.
+ * Runs `act` on every pacing gate pinned to another version of the deployment than `v`; how many
+ * it reached (a gate that ended meanwhile is not counted).
  */
-export async function wakePinnedGates(service: Service, namespace: string, v: DeploymentVersion, progress?: Progress): Promise<number> {
+async function forEachGatePinnedElsewhere(service: Service, namespace: string, v: DeploymentVersion, act: (workflowId: string) => Promise<unknown>): Promise<number> {
   const query = `WorkflowType = '${GATE_WORKFLOW_TYPE}' AND ExecutionStatus = 'Running' AND TemporalWorkflowVersioningBehavior = 'Pinned' AND TemporalWorkerDeployment = '${v.deploymentName}' AND TemporalWorkerDeploymentVersion != '${versionLabel(v)}'`;
-  let woken = 0;
+  let reached = 0;
   let nextPageToken: Uint8Array | undefined;
   do {
     const page = await service.listWorkflowExecutions({ namespace, query, nextPageToken });
     for (const e of page.executions ?? []) {
-      // No run ID: a gate that moved meanwhile is woken on its new version, which ignores it.
-      const sent = await service.signalWorkflowExecution({ namespace, workflowExecution: { workflowId: e.execution?.workflowId }, signalName: gateWakeSignal.name, identity: IDENTITY }).then(
+      const done = await act(e.execution?.workflowId ?? '').then(
         () => true,
         (err: Error) => {
           if (/not found|already completed/i.test(err.message)) return false; // it ended meanwhile
           throw err;
         },
       );
-      if (sent) woken++;
+      if (done) reached++;
     }
     nextPageToken = page.nextPageToken?.length ? page.nextPageToken : undefined;
   } while (nextPageToken);
+  return reached;
+}
+
+/**
+ * Signals every pacing gate pinned to another version of the deployment: in the task that signal
+ * makes, the gate sees that its version is no longer the target and moves to `v` by continuing as
+ * new (workflows/gate.ts). A gate with a backlog would see it at its next timer anyway; an idle one
+ * runs no task until its next ask, and would hold its old version open (not drained) until then.
+ */
+export async function wakePinnedGates(service: Service, namespace: string, v: DeploymentVersion, progress?: Progress): Promise<number> {
+  // No run ID: a gate that moved meanwhile is woken on its new version, which ignores it.
+  const woken = await forEachGatePinnedElsewhere(service, namespace, v, (workflowId) => service.signalWorkflowExecution({ namespace, workflowExecution: { workflowId }, signalName: gateWakeSignal.name, identity: IDENTITY }));
   if (woken > 0) progress?.(`pacing gates: ${woken} pinned to an older version woken to move to ${v.buildId}`);
   return woken;
 }
@@ -371,28 +380,10 @@ export async function wakePinnedGates(service: Service, namespace: string, v: De
  * AUTO_UPGRADE versioning override: its next task runs on the current version, replaying its run
  * there as 0.3.0's gates upgraded in place (its messages only grow: docs/deploying.md); its next
  * continue-as-new starts pinned again, as the server passes on a pinned override but not this one.
- * Returns how many moved.
  */
 export async function moveStrandedGates(service: Service, namespace: string, v: DeploymentVersion, progress?: Progress): Promise<number> {
-  const query = `WorkflowType = '${GATE_WORKFLOW_TYPE}' AND ExecutionStatus = 'Running' AND TemporalWorkflowVersioningBehavior = 'Pinned' AND TemporalWorkerDeployment = '${v.deploymentName}' AND TemporalWorkerDeploymentVersion != '${versionLabel(v)}'`;
-  let moved = 0;
-  let nextPageToken: Uint8Array | undefined;
-  do {
-    const page = await service.listWorkflowExecutions({ namespace, query, nextPageToken });
-    for (const e of page.executions ?? []) {
-      const done = await service
-        .updateWorkflowExecutionOptions({ namespace, workflowExecution: { workflowId: e.execution?.workflowId }, workflowExecutionOptions: { versioningOverride: { autoUpgrade: true } }, updateMask: { paths: ['versioning_override'] }, identity: IDENTITY })
-        .then(
-          () => true,
-          (err: Error) => {
-            if (/not found|already completed/i.test(err.message)) return false; // it ended meanwhile
-            throw err;
-          },
-        );
-      if (done) moved++;
-    }
-    nextPageToken = page.nextPageToken?.length ? page.nextPageToken : undefined;
-  } while (nextPageToken);
+  const override = { versioningOverride: { autoUpgrade: true } };
+  const moved = await forEachGatePinnedElsewhere(service, namespace, v, (workflowId) => service.updateWorkflowExecutionOptions({ namespace, workflowExecution: { workflowId }, workflowExecutionOptions: override, updateMask: { paths: ['versioning_override'] }, identity: IDENTITY }));
   if (moved > 0) progress?.(`pacing gates: ${moved} pinned to a version no worker of this stack runs, moved to ${v.buildId} (upgraded in place, pinned again at their next continue-as-new)`);
   return moved;
 }
