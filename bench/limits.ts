@@ -275,10 +275,10 @@ async function observePhase(ctx: Context): Promise<Record<string, number | strin
     }
     const services = await jaeger.services();
     const traces = OBSERVE_SAMPLING ? OBSERVE_SAMPLING.some((r) => r > 0) : OBSERVE_PARTS.includes('traces');
-    if (traces && (!services.includes('delivery-worker') || lost)) throw new Error(`observe: the traced workers' spans did not all reach Jaeger (services: ${services.join(', ')}; failed or dropped, at least: ${lost})`);
+    if (traces && !services.includes('delivery-worker')) throw new Error(`observe: no span of the traced workers reached the receiver (services: ${services.join(', ')})`);
     const runs = (xs: number[]) => xs.map((x) => x.toFixed(1)).join(' ');
     const off = perDelivery.off!;
-    const figures: Record<string, number | string> = { observe_on: OBSERVE_SAMPLING ? `sampling ${OBSERVE_SAMPLING.join(',')}; ${OBSERVE_PARTS.join('+')}` : OBSERVE_PARTS.join('+'), observe_rounds: OBSERVE_ROUNDS, observe_jaeger: OBSERVE_JAEGER, observe_cpu_ms_per_delivery_off: round(median(off), 2), observe_runs_off: runs(off) };
+    const figures: Record<string, number | string> = { observe_on: OBSERVE_SAMPLING ? `sampling ${OBSERVE_SAMPLING.join(',')}; ${OBSERVE_PARTS.join('+')}` : OBSERVE_PARTS.join('+'), observe_rounds: OBSERVE_ROUNDS, observe_jaeger: OBSERVE_JAEGER, observe_cpu_ms_per_delivery_off: round(median(off), 2), observe_runs_off: runs(off), observe_spans_lost_at_least: lost };
     for (const { name } of settings.slice(1)) {
       const xs = perDelivery[name]!;
       const key = OBSERVE_SAMPLING ? `_${name}` : ''; // the two-fleet run's keys as before
