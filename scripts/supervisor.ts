@@ -118,6 +118,15 @@ export class Supervisor {
     for (const w of this.parts.values()) if (w.state !== 'gave up') w.state = 'stopped';
   }
 
+  /**
+   * Stops watching one part, for an operator who stops it on purpose (the Temporal processes and
+   * workers of a cluster upgrade): its exit from now on is expected and it is not started again.
+   * start() with its name watches it anew.
+   */
+  release(name: string): void {
+    this.parts.delete(name);
+  }
+
   get stopped(): boolean {
     return this.stopping;
   }
@@ -132,7 +141,7 @@ export class Supervisor {
     w.run = run;
     w.state = 'running';
     void run.exited.then((how) => {
-      if (this.stopping || w.run !== run) return;
+      if (this.stopping || w.run !== run || this.parts.get(w.part.name) !== w) return;
       w.downSince = this.clock.now();
       const ranMs = w.downSince - readyAt;
       if (ranMs >= this.policy.stableAfterMs) w.failures = 0;
@@ -158,7 +167,7 @@ export class Supervisor {
     w.state = 'restarting';
     this.o.log(`${name} ${what}; restarting in ${seconds(delay)}`);
     await this.clock.sleep(delay);
-    if (this.stopping) return;
+    if (this.stopping || this.parts.get(name) !== w) return;
     w.restarts++;
     let run: Run;
     try {

@@ -25,7 +25,7 @@ import { accepts, freePort, stopProcess } from '../temporal-dev-server';
 import { dynamicConfigYaml, nexusDynamicConfig, uiServerArgs } from '../temporal-server-config';
 import { Postgres, storedPassword } from './postgres';
 import { ensureSchema } from './schema';
-import { TEMPORAL_SERVER_VERSION, type ServerTools } from './tools';
+import type { ClusterServerTools } from './tools';
 import type { Run, Supervisor } from '../supervisor';
 
 const run = promisify(execFile);
@@ -166,7 +166,8 @@ export async function freeMembershipPort(): Promise<number> {
 }
 
 export interface ClusterOptions {
-  tools: ServerTools;
+  /** The server version's tools (ensureServerTools; ensureClusterServerTools for another version); the Web UI needs uiServer. */
+  tools: ClusterServerTools;
   /** The Temporal CLI (namespace and search attribute registration). */
   cli: string;
   /** Where PostgreSQL's data and the cluster's generated files live; reused by the next start. */
@@ -206,6 +207,8 @@ export class TemporalCluster {
   private readonly processes = new Map<string, ServiceProcess>();
   /** deploy/temporal-dynamic-config.yaml plus this cluster's Nexus settings, which name its ports. */
   private readonly dynamicConfigFile: string;
+  /** Each database's schema version as start() left it (`temporal`, `temporal_visibility`). */
+  schemaVersions: Record<string, string> = {};
 
   constructor(readonly o: ClusterOptions) {
     this.namespace = o.namespace ?? 'default';
@@ -236,15 +239,15 @@ export class TemporalCluster {
       await assertPortsFree(this.portList());
       this.o.log(`[cluster] PostgreSQL on 127.0.0.1:${this.o.ports.postgres} (data ${this.postgres.dataDir})`);
       await this.supervised('postgresql', () => this.postgres.start());
-      const versions = ensureSchema({
+      const versions = (this.schemaVersions = ensureSchema({
         sqlTool: this.o.tools.sqlTool,
         schemaDir: this.o.tools.postgresSchemaDir,
         pg: this.postgres,
         user: this.dbUser,
         password: this.dbPassword,
         log: this.o.log,
-        serverVersion: TEMPORAL_SERVER_VERSION,
-      });
+        serverVersion: this.o.tools.version,
+      }));
       this.o.log(`[cluster] schema: ${Object.entries(versions).map(([db, v]) => `${db} ${v}`).join(', ')}`);
       this.o.log(`[cluster] starting ${SERVICE_PROCESSES.map((p) => p.name).join(', ')}...`);
       // In stages, each history stage until its shards settle (START_ORDER says why).
@@ -425,6 +428,7 @@ export class TemporalCluster {
   }
 
   private async startUi(): Promise<Run> {
+    if (!this.o.tools.uiServer) throw new Error(`no Temporal Web UI server among the server ${this.o.tools.version} tools`);
     const args = uiServerArgs(this.o.dataDir, { grpcAddress: this.address, port: this.o.ports.ui!, namespace: this.namespace, codecEndpoint: this.o.codecEndpoint });
     const proc = this.spawnLogged('ui', 'ui', this.o.tools.uiServer, args, { PATH: process.env.PATH, HOME: process.env.HOME });
     const deadline = Date.now() + 60_000;

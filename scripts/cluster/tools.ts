@@ -9,6 +9,10 @@
  *   - temporal-ui-server (github.com/temporalio/ui-server/v2 v2.55.0, the newest that builds with
  *     Go 1.26.8: v2.56.0 needs Go 1.26.9, v2.56.1 to v2.58.1 Go 1.26.10) in .../temporal-ui-server-v2.55.0.
  * TEMPORAL_SERVER_TOOLS_DIR names a directory that already holds all of them (e.g. from an image).
+ *
+ * The server this project ran before, PREVIOUS_TEMPORAL_SERVER_VERSION, is built the same way on
+ * request only (ensureClusterServerTools, `npm run cluster:tools -- v1.29.1`): the schema upgrade
+ * test (test/cluster/schema-upgrade.test.ts) runs a cluster on it and upgrades that cluster.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, renameSync, rmSync, unlinkSync } from 'node:fs';
@@ -18,17 +22,26 @@ import { isExecutable, onPath, toolCacheBase, tryLock } from '../temporal-cli';
 
 export const TEMPORAL_SERVER_VERSION = 'v1.32.1';
 export const TEMPORAL_UI_SERVER_VERSION = 'v2.55.0';
+/** The server version this project ran before TEMPORAL_SERVER_VERSION (docs/deploying.md, "Upgrading Temporal"). */
+export const PREVIOUS_TEMPORAL_SERVER_VERSION = 'v1.29.1';
 const SERVER_MODULE = 'go.temporal.io/server';
 const UI_MODULE = 'github.com/temporalio/ui-server/v2';
 
 type Log = (line: string) => void;
 
-export interface ServerTools {
+/** What a cluster of one server version runs on (scripts/cluster/temporal-cluster.ts); the Web UI server is optional there. */
+export interface ClusterServerTools {
+  /** The server version they are of, e.g. `v1.32.1`. */
+  version: string;
   server: string;
   sqlTool: string;
-  uiServer: string;
+  uiServer?: string;
   /** schema/postgresql/v12 of the server module: temporal/ and visibility/, each with versioned/. */
   postgresSchemaDir: string;
+}
+
+export interface ServerTools extends ClusterServerTools {
+  uiServer: string;
   /** schema/sqlite/v3 of the server module: what the dev server's SQLite file is upgraded with (scripts/dev-server-data.ts). */
   sqliteSchemaDir: string;
 }
@@ -46,6 +59,7 @@ export function findGo(env: NodeJS.ProcessEnv): string | undefined {
 
 function toolsIn(dirs: { server: string; ui: string }): ServerTools {
   return {
+    version: TEMPORAL_SERVER_VERSION,
     server: join(dirs.server, 'temporal-server'),
     sqlTool: join(dirs.server, 'temporal-sql-tool'),
     uiServer: join(dirs.ui, 'temporal-ui-server'),
@@ -80,24 +94,46 @@ export async function ensureServerTools(log: Log = (l) => console.error(l), env:
         '  or set TEMPORAL_SERVER_TOOLS_DIR to a directory holding temporal-server, temporal-sql-tool, temporal-ui-server, schema/postgresql/v12 and schema/sqlite/v3.',
     );
   }
-  await withLock(dirs.server, log, async () => {
-    if (!isExecutable(tools.server) || !isExecutable(tools.sqlTool)) {
-      await build(go, dirs.server, [`${SERVER_MODULE}/cmd/server@${TEMPORAL_SERVER_VERSION}`, `${SERVER_MODULE}/cmd/tools/sql@${TEMPORAL_SERVER_VERSION}`], { server: 'temporal-server', sql: 'temporal-sql-tool' }, env, log);
-    }
-    if (!existsSync(join(tools.postgresSchemaDir, 'temporal', 'versioned')) || !existsSync(join(tools.sqliteSchemaDir, 'visibility', 'schema.sql'))) {
-      // The schema files ship in the module, not in the binaries: keep a copy beside them.
-      const moduleDir = goModuleDir(go, `${SERVER_MODULE}@${TEMPORAL_SERVER_VERSION}`, env);
-      rmSync(join(dirs.server, 'schema'), { recursive: true, force: true });
-      cpSync(join(moduleDir, 'schema', 'postgresql', 'v12'), tools.postgresSchemaDir, { recursive: true });
-      cpSync(join(moduleDir, 'schema', 'sqlite', 'v3'), tools.sqliteSchemaDir, { recursive: true });
-    }
-  });
+  await withLock(dirs.server, log, () => buildServer(go, dirs.server, TEMPORAL_SERVER_VERSION, env, log));
   await withLock(dirs.ui, log, async () => {
     if (!isExecutable(tools.uiServer)) {
       await build(go, dirs.ui, [`${UI_MODULE}/cmd/server@${TEMPORAL_UI_SERVER_VERSION}`], { server: 'temporal-ui-server' }, env, log);
     }
   });
   return tools;
+}
+
+/**
+ * temporal-server and temporal-sql-tool of any server version with its PostgreSQL schema files, cached
+ * in $TEMPORAL_CLI_CACHE_DIR/temporal-server-<version> and built with Go when missing, as
+ * ensureServerTools builds the product's (for it, with TEMPORAL_SERVER_TOOLS_DIR, that one is used).
+ * No Web UI server: a cluster runs without it.
+ */
+export async function ensureClusterServerTools(version: string, log: Log = (l) => console.error(l), env: NodeJS.ProcessEnv = process.env): Promise<ClusterServerTools> {
+  if (version === TEMPORAL_SERVER_VERSION) return ensureServerTools(log, env);
+  const dir = join(toolCacheBase(env), `temporal-server-${version}`);
+  const { server, sqlTool, postgresSchemaDir } = toolsIn({ server: dir, ui: dir });
+  const tools = { version, server, sqlTool, postgresSchemaDir };
+  if (isExecutable(server) && isExecutable(sqlTool) && existsSync(join(postgresSchemaDir, 'temporal', 'versioned'))) return tools;
+  const go = findGo(env);
+  if (!go) throw new Error(`The Temporal server ${version} tools are not built yet and Go is not installed to build them (Go 1.26.8 or later builds ${SERVER_MODULE} ${version}).`);
+  await withLock(dir, log, () => buildServer(go, dir, version, env, log));
+  return tools;
+}
+
+/** What is missing in `dir` of one server version's temporal-server, temporal-sql-tool and schema files, built or copied from its module. */
+async function buildServer(go: string, dir: string, version: string, env: NodeJS.ProcessEnv, log: Log): Promise<void> {
+  const tools = toolsIn({ server: dir, ui: dir });
+  if (!isExecutable(tools.server) || !isExecutable(tools.sqlTool)) {
+    await build(go, dir, [`${SERVER_MODULE}/cmd/server@${version}`, `${SERVER_MODULE}/cmd/tools/sql@${version}`], { server: 'temporal-server', sql: 'temporal-sql-tool' }, env, log);
+  }
+  if (!existsSync(join(tools.postgresSchemaDir, 'temporal', 'versioned')) || !existsSync(join(tools.sqliteSchemaDir, 'visibility', 'schema.sql'))) {
+    // The schema files ship in the module, not in the binaries: keep a copy beside them.
+    const moduleDir = goModuleDir(go, `${SERVER_MODULE}@${version}`, env);
+    rmSync(join(dir, 'schema'), { recursive: true, force: true });
+    cpSync(join(moduleDir, 'schema', 'postgresql', 'v12'), tools.postgresSchemaDir, { recursive: true });
+    cpSync(join(moduleDir, 'schema', 'sqlite', 'v3'), tools.sqliteSchemaDir, { recursive: true });
+  }
 }
 
 export async function withLock(dir: string, log: Log, fn: () => Promise<void>): Promise<void> {
@@ -169,8 +205,10 @@ export function goBuild(go: string, dir: string, cmd: { args: string[] | ((stagi
   });
 }
 
+// `npm run cluster:tools` builds the product's tools; `npm run cluster:tools -- v1.29.1` that version's server tools.
 if (require.main === module) {
-  ensureServerTools()
+  const version = process.argv[2];
+  (version ? ensureClusterServerTools(version) : ensureServerTools())
     .then((t) => console.log(JSON.stringify(t, null, 2)))
     .catch((err: Error) => {
       console.error(err.message);

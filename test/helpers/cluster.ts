@@ -17,11 +17,11 @@ import { DeliveryClient } from '../../client/delivery-client';
 import { dataConverterFromEnv, generatePayloadKey } from '../../temporal/payload-codec';
 import { generateWebhookSecret } from '../../provider/webhook-signature';
 import { findNginx, LoadBalancer } from '../../scripts/cluster/load-balancer';
-import { freeClusterPorts, TemporalCluster } from '../../scripts/cluster/temporal-cluster';
-import { ensureServerTools } from '../../scripts/cluster/tools';
+import { freeClusterPorts, SERVICE_PROCESSES, TemporalCluster } from '../../scripts/cluster/temporal-cluster';
+import { ensureServerTools, type ClusterServerTools } from '../../scripts/cluster/tools';
 import { ensureTemporalCli } from '../../scripts/temporal-cli';
 import { freePort } from '../../scripts/temporal-dev-server';
-import { ENTRY, SupervisedStack, workflowBundleFile, type ProcessGroup } from '../../scripts/processes';
+import { ENTRY, SupervisedStack, workflowBundleFile, type ProcessGroup, type RunningProcess } from '../../scripts/processes';
 import type { PartStatus } from '../../scripts/supervisor';
 import { SimulatorControl } from './processes';
 import { makeStackVersionCurrent } from '../../scripts/deployment-on-start';
@@ -34,6 +34,8 @@ export interface ClusterStackOptions {
   ui?: boolean;
   simulatorEnv?: NodeJS.ProcessEnv;
   workerEnv?: NodeJS.ProcessEnv;
+  /** The Temporal server the cluster runs: the product's (ensureServerTools) unless given (ensureClusterServerTools). */
+  tools?: ClusterServerTools;
 }
 
 export class ClusterStack {
@@ -51,6 +53,8 @@ export class ClusterStack {
   client!: DeliveryClient;
   private connection?: Connection;
   private bridgePorts: number[] = [];
+  /** Each delivery worker's process by name (`worker-1`), its latest start. */
+  private readonly workers = new Map<string, RunningProcess>();
   private bundle?: string;
   private readonly dataDir: string;
 
@@ -84,7 +88,7 @@ export class ClusterStack {
   private async boot(): Promise<void> {
     const log = (line: string) => this.group.log('setup', line);
     const nginx = findNginx(log);
-    const [cli, tools] = [await ensureTemporalCli(log), await ensureServerTools((l) => process.stderr.write(`${l}\n`))];
+    const [cli, tools] = [await ensureTemporalCli(log), this.o.tools ?? (await ensureServerTools((l) => process.stderr.write(`${l}\n`)))];
     const ports = await freeClusterPorts(this.o.ui === true);
     this.cluster = new TemporalCluster({ tools, cli, dataDir: this.dataDir, ports, log, output: (name, line) => this.group.log(name, line), supervisor: this.stack.supervisor });
     this.bundle = runBundleFile() ?? (await workflowBundleFile());
@@ -128,12 +132,39 @@ export class ClusterStack {
     this.client = new DeliveryClient({ temporal: this.temporal, taskQueue: this.env.DELIVERY_TASK_QUEUE!, followUp: { endGraceMs: 0 } });
   }
 
+  /**
+   * Upgrades the Temporal server the way docs/deploying.md says for `npm run cluster`: the delivery
+   * workers stop, then every Temporal process and PostgreSQL; the cluster starts again on `tools`
+   * with the same data directory and ports (its start runs their schema tool's update-schema on
+   * the databases, scripts/cluster/schema.ts), then the workers, with the same environment and
+   * build, and the stack makes their version current as `npm run cluster` does at every start. The
+   * simulator, the bridges and nginx keep running. Returns each database's schema version before and after.
+   */
+  async upgradeTemporal(tools: ClusterServerTools): Promise<{ before: Record<string, string>; after: Record<string, string> }> {
+    const log = (line: string) => this.group.log('upgrade', line);
+    const before = this.cluster.schemaVersions;
+    log(`stopping the workers and Temporal ${this.cluster.o.tools.version}`);
+    const workers = Array.from({ length: this.o.workers }, (_, i) => `worker-${i + 1}`);
+    for (const name of workers) this.stack.supervisor.release(name);
+    await Promise.all(workers.map((name) => this.workers.get(name)?.stop()));
+    for (const name of ['postgresql', 'ui', ...SERVICE_PROCESSES.map((p) => p.name)]) this.stack.supervisor.release(name);
+    await this.cluster.stop();
+    log(`starting Temporal ${tools.version} on the same data`);
+    this.cluster = new TemporalCluster({ ...this.cluster.o, tools });
+    await this.cluster.start();
+    await Promise.all(workers.map((_, i) => this.startWorker(i)));
+    if (this.o.workerEnv?.WORKER_MAKE_CURRENT === undefined) await makeStackVersionCurrent({ ...this.env, ...this.o.workerEnv } as Record<string, string>, log);
+    return { before, after: this.cluster.schemaVersions };
+  }
+
   private async startWorker(i: number): Promise<void> {
-    await this.stack.start({
-      name: `worker-${i + 1}`,
+    const name = `worker-${i + 1}`;
+    const proc = await this.stack.start({
+      name,
       ...ENTRY.worker,
       env: { ...this.env, LOG_LEVEL: 'WARN', WORKER_WORKFLOW_BUNDLE: this.bundle, WORKER_MAKE_CURRENT: 'never', ...this.o.workerEnv },
     });
+    this.workers.set(name, proc);
   }
 
   private async startBridge(i: number): Promise<void> {

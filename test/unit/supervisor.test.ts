@@ -188,3 +188,26 @@ it('rejects when a first start fails: that is the stack’s start-up failing, no
   await clock.advance(60_000);
   expect(lines).toEqual([]);
 });
+
+it('a released part (stopped on purpose, e.g. for an upgrade) is not started again, and a start with its name watches the new one', async () => {
+  const clock = new FakeClock();
+  const { s, lines } = supervisor(clock);
+  const p = fakePart(clock, 'history-1');
+  await s.start(p.part);
+  s.release('history-1');
+  p.runs[0]!.exit('code 0');
+  await clock.advance(60_000);
+  expect({ lines, runs: p.runs.length, status: s.status('history-1') }).toEqual({ lines: [], runs: 1, status: undefined });
+  // Released while it waited to be started again: it stays down.
+  await s.start(p.part);
+  p.runs[1]!.exit('SIGKILL');
+  await clock.advance(0);
+  s.release('history-1');
+  await clock.advance(60_000);
+  expect({ lines, runs: p.runs.length }).toEqual({ lines: ['history-1 exited (SIGKILL); restarting in 1 s'], runs: 2 });
+  // Started anew under its name: watched again.
+  await s.start(p.part);
+  p.runs[2]!.exit('SIGKILL');
+  await clock.advance(1_000);
+  expect(p.runs.length).toBe(4);
+});
