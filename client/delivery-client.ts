@@ -213,19 +213,28 @@ export class DeliveryClient {
    * workers refuse (an account their registry does not have, a field their check refuses) throws
    * DeliveryRefusedError, and the refused workflow has ended already.
    */
-  async startDelivery(order: DeliveryOrder, options: StartOptions): Promise<StartedDelivery> {
+  startDelivery(order: DeliveryOrder, options: StartOptions): Promise<StartedDelivery> {
+    return this.start(order, options, false);
+  }
+
+  private async start(order: DeliveryOrder, options: StartOptions, afterRefusal: boolean): Promise<StartedDelivery> {
     const followUp = this.followUp || options.followUp ? { ...this.followUp, ...options.followUp } : undefined;
     const input = validateStart(order, { ...options, account: options.account ?? this.account, followUp }, Date.now());
     const account = startAccount(input);
     const workflowId = deliveryWorkflowId(input.reference, account);
     const started = (checked: boolean, alreadyStarted = false): StartedDelivery => ({ reference: input.reference, account, workflowId, alreadyStarted, checked });
-    // FAIL: a running delivery with this reference is not sent the update; a closed one is refused by REJECT_DUPLICATE.
-    const startWorkflowOperation = new WithStartWorkflowOperation('delivery', { taskQueue: this.taskQueue, ...deliveryStartOptions(input), workflowIdConflictPolicy: 'FAIL' });
+    // FAIL: a running delivery with this reference is not sent the update; a closed one is refused by
+    // REJECT_DUPLICATE, unless it was a refused start (afterRefusal: its run may be followed).
+    const reuse = afterRefusal ? ({ workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY' } as const) : {};
+    const startWorkflowOperation = new WithStartWorkflowOperation('delivery', { taskQueue: this.taskQueue, ...deliveryStartOptions(input), ...reuse, workflowIdConflictPolicy: 'FAIL' });
     const asked = Date.now();
     try {
       await this.temporal.withDeadline(asked + this.startCheckTimeoutMs, () => this.temporal.workflow.executeUpdateWithStart(startCheckedUpdate, { startWorkflowOperation }));
       return started(true);
     } catch (err) {
+      // A refused start of this reference (the account added since, a field corrected) left a failed
+      // run that quoted and created nothing: this start takes the reference, once.
+      if (err instanceof WorkflowExecutionAlreadyStartedError && !afterRefusal && (await this.refusedBefore(workflowId))) return this.start(order, options, true);
       if (err instanceof WorkflowExecutionAlreadyStartedError) return started(true, true);
       if (err instanceof WorkflowUpdateFailedError && failureTypeIn(err.cause) === WORKFLOW_FAILURE_TYPES.invalidInput) {
         throw new DeliveryRefusedError(account, issuesOf(err.cause) ?? [{ field: 'input', message: reasonOf(err.cause)?.message ?? err.message }], input.reference);
@@ -237,6 +246,14 @@ export class DeliveryClient {
       if ((err instanceof WorkflowUpdateRPCTimeoutOrCancelledError || isDeadline(err)) && (await this.temporal.workflow.getHandle(workflowId).describe().then((d) => d.startTime.getTime() >= asked - 5_000, () => false))) return started(false);
       throw err;
     }
+  }
+
+  /** Whether the workflow's latest run is a refused start: failed by its start check (InvalidDeliveryInput), which quotes and creates nothing. */
+  private async refusedBefore(workflowId: string): Promise<boolean> {
+    const d = await this.temporal.workflow.getHandle(workflowId).describe();
+    if (d.status.name !== 'FAILED') return false;
+    const { history } = await this.temporal.workflowService.getWorkflowExecutionHistoryReverse({ namespace: this.temporal.options.namespace, execution: { workflowId, runId: d.runId }, maximumPageSize: 1 });
+    return history?.events?.[0]?.workflowExecutionFailedEventAttributes?.failure?.applicationFailureInfo?.type === WORKFLOW_FAILURE_TYPES.invalidInput;
   }
 
   /**

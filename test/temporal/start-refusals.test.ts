@@ -160,6 +160,12 @@ test('an account removed from the registry file is refused the same way, its sta
   await expect(stack.deliveries.quote(order(), { account: 'shop-b' })).rejects.toThrow(DeliveryRefusedError);
   writeRegistry(['shop-a', 'shop-b']);
   await eventually('shop-b back', () => stack.registry.get('shop-b'));
+  // Refused, its reference is not spent: the same start once the account is back goes through.
+  const again = await stack.deliveries.startDelivery(order(), { reference, account: 'shop-b' });
+  expect(again).toMatchObject({ account: 'shop-b', alreadyStarted: false, checked: true });
+  await eventually('created under shop-b', () => sim.deliveries().find((d) => d.delivery.reference_number === reference && d.key_fingerprint === keyFingerprint(KEYS['shop-b'])));
+  // A delivery that did start keeps its reference for good.
+  expect(await stack.deliveries.startDelivery(order(), { reference, account: 'shop-b' })).toMatchObject({ alreadyStarted: true });
 });
 
 test("`delivery check-key --account` checks that account's key as the worker reads it: its registry entry and key file", async () => {
