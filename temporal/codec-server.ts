@@ -28,8 +28,9 @@ import { parseEnv } from '../provider/validation';
 import { payloadCodecFromEnv } from './payload-codec';
 
 export const DEFAULT_CODEC_MAX_BODY_BYTES = 8 * 1024 * 1024;
+// Proto3 JSON leaves an empty list out: `{}` is no payloads (the CLI sends it for a query without arguments).
 const JsonPayloadsSchema = z.object({
-  payloads: z.array(z.object({ metadata: z.record(z.string(), z.string()).optional(), data: z.string().optional() })),
+  payloads: z.array(z.object({ metadata: z.record(z.string(), z.string()).optional(), data: z.string().optional() })).default([]),
 });
 
 export interface CodecServerOptions {

@@ -36,6 +36,13 @@ test('the Web UI (its origin, JSON) gets the plaintext, with CORS for that origi
   expect(preflight.headers['access-control-allow-origin']).toBe(UI);
 });
 
+test('the Temporal CLI (no Origin) gets its answer for no payloads, which proto3 JSON writes as {}', async () => {
+  for (const path of ['/encode', '/decode']) {
+    const a = await rawRequest(`${url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+    expect([path, a.status, JSON.parse(a.text)]).toEqual([path, 200, { payloads: [] }]);
+  }
+});
+
 test('a foreign Origin, a text/plain POST or a rebinding Host gets no plaintext', async () => {
   const attempts: Record<string, string>[] = [
     { 'content-type': 'text/plain', origin: 'http://evil.example', host: 'evil.example:8234' }, // the issue's request
