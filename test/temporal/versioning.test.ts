@@ -350,14 +350,16 @@ describe('a version whose pinned deliveries no worker polls', () => {
     await workersOf(c);
     const log = await startedAs(c);
     expect(log).toContain(`workers: version ${a.deploymentName}:build-c, current (was build-a)`);
-    // Its 3 deliveries and the pacing gate, pinned to A too: it moves to C once A's workers run again.
-    expect(log).toContain(`!!! version ${a.deploymentName}:build-a: 4 open pinned deliveries and NO worker polling for it`);
+    // The pacing gate, pinned to A too, moves to C at once (no worker of A would ever run it); its 3 deliveries stay on A.
+    expect(log).toContain(`pacing gates: 1 pinned to a version no worker of this stack runs, moved to build-c`);
+    expect(log).toContain(`!!! version ${a.deploymentName}:build-a: 3 open pinned deliveries and NO worker polling for it`);
     expect(log).toMatch(/start that version's workers: .*WORKER_BUILD_ID=build-a/);
+    await eventually('the moved gate no longer counted pinned to A', async () => ((await openPinned(stack.temporal.workflowService, stack.temporal.options.namespace, a)) === 3 ? true : undefined), 30_000);
 
     // The rollout command, run as an operator would, names the same deployment and build.
     const out = execFileSync(process.execPath, ['--import', 'tsx', 'scripts/rollout.ts'], { cwd: join(__dirname, '..', '..'), env: { ...process.env, DELIVERY_TASK_QUEUE: stack.workers.taskQueue, WORKER_DEPLOYMENT_NAME: a.deploymentName } }).toString();
     expect(out).toContain(`deployment ${a.deploymentName}: current build-c`);
-    expect(out).toMatch(/build-a: draining, 4 open pinned deliveries/);
+    expect(out).toMatch(/build-a: draining, 3 open pinned deliveries/);
 
     await workersOf(a);
     await deliverAll(stack, refs);
