@@ -1,21 +1,26 @@
 /**
- * Courier accounts whose key the courier refuses (401), as this worker process sees it on the
- * calls that do not go through the pacing gate: reads, updates, cancels (and quotes and creations
- * with PROVIDER_PACING=task-queue). The gate pauses its own calls (workflows/gate.ts); these are
- * each their delivery's activity, so they pause the Temporal way: while the account is paused,
+ * Courier accounts whose key the courier refuses (401), as this worker process sees it: the one
+ * record of an account's pause, kept by every call made with the key (activities/provider-activities.ts:
+ * the pacing gate's quotes and creations, and the reads, updates and cancels outside it). A 401
+ * on any of them starts the pause (one log line, one count a process), an answer on any ends it.
+ * While it lasts, the calls outside the gate pause the Temporal way, each its delivery's activity:
  * one call per UNAUTHORIZED_PROBE_MS goes to the courier (a probe, with the key read anew from the
- * registry), every other fails at once, retryable, its next attempt set to after the next probe.
- * A corrected key is accepted by the next probe and the other calls follow at their next attempt;
- * a revoked key costs one refused call per period and process, and no delivery fails for it.
- * Pure bookkeeping on the monotonic clock; activities/provider-activities.ts logs and counts.
+ * registry), every other fails at once, retryable, its next attempt set to after the next probe;
+ * the gate, told of the 401 by its call's failure, holds its queue the same period, one call
+ * (its probe) at a time (workflows/gate-state.ts). A corrected key is accepted by the next probe
+ * and the other calls follow at their next attempt; a revoked key costs one refused call per
+ * period and process, and no delivery fails for it. Pure bookkeeping on the monotonic clock.
  */
 import type { MetricMeter } from '@temporalio/common';
 import { UNAUTHORIZED_PROBE_MS } from '../workflows/gate-state';
 
-/**
- * The one count of a pause, from either side: the gate's (through its sink, worker/worker.ts) and
- * a call's outside it. `account`: the account's metric label (metrics/account.ts), never a raw id.
- */
+/** The lines of a pause and its end. */
+export const PAUSE_LINES = {
+  paused: 'courier account paused: the courier refused its API key (401); its deliveries wait, one probe call per period',
+  resumed: 'courier account resumed: its API key is accepted again',
+} as const;
+
+/** The count of a pause, once a process. `account`: the account's metric label (metrics/account.ts), never a raw id. */
 export function countPause(meter: MetricMeter, account: string): void {
   meter.createCounter('delivery_account_unauthorized', 'pauses', 'Times a courier account was paused because the courier refused its API key (401).').add(1, { account });
 }

@@ -4,7 +4,7 @@
  * not become a retry storm); a 429 retries after exactly the provider's Retry-After; an
  * unavailable provider retries with the activity's backoff.
  */
-import { ApplicationFailure } from '@temporalio/common';
+import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
 import { isProviderError, RateLimitedError } from '../provider/errors';
 import { PROVIDER_FAILURE_TYPES } from '../contract/failures';
 
@@ -15,6 +15,9 @@ export function toApplicationFailure(err: unknown): unknown {
     message: err.message,
     nonRetryable: !err.retryable,
     nextRetryDelay: err instanceof RateLimitedError ? err.retryAfterMs : undefined,
+    // A refused key is told once a pause, by the pause's own line and count (activities/account-pauses.ts):
+    // benign, so the SDK logs each probe's refusal at debug, not as a warning every period.
+    ...(err.kind === 'unauthorized' && { category: ApplicationFailureCategory.BENIGN }),
     // Field names and the provider's code only: never request bodies (personal data) or keys.
     // retryAfterMs again here: a workflow sees details, not nextRetryDelay (not decoded by the SDK).
     details: [{ status: err.status, code: err.code, fields: err.details, retryAfterMs: err instanceof RateLimitedError ? err.retryAfterMs : undefined }],

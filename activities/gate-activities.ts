@@ -48,15 +48,6 @@ function gateStart(taskQueue: string, config: GateConfig, account: string) {
   };
 }
 
-/**
- * At a worker's start: runs the account's gate (warm before a burst of orders needs it) with this
- * worker's settings and the account's limits. Other accounts' gates start on their first ask.
- */
-export async function startGate(client: Client, taskQueue: string, settings: PacingSettings, account: string, limits = settings.limits): Promise<void> {
-  const config = gateConfig(settings, limits);
-  await client.workflow.signalWithStart(GATE_WORKFLOW_TYPE, { ...gateStart(taskQueue, config, account), signal: gateConfigureSignal, signalArgs: [config] });
-}
-
 /** A running gate takes new settings (an account's limits changed, a new worker's settings); a gate that is not running stays so: it starts with them on its next ask. */
 export async function configureGate(client: Client, taskQueue: string, settings: PacingSettings, account: string, limits: PacingSettings['limits']): Promise<boolean> {
   try {
@@ -114,8 +105,8 @@ export function createGateActivities(deps: { client: Client; settings: PacingSet
      */
     async askGate({ taskQueue, request, notRun, account: explicit }: { taskQueue: string; request: GateRequest; notRun?: string; account?: string }): Promise<void> {
       const account = activityAccount(explicit, taskQueue);
-      // An unknown account is refused here, before its gate would start; a known one's limits go with the ask.
-      const limits = gatedLimits(limitsOf(account));
+      // An unknown account is refused here, before its gate would start; a known one's limits (and this worker's settings) go with the ask.
+      const config = gateConfig(deps.settings, limitsOf(account));
       if (notRun) {
         const current = await deps.client.workflow.getHandle(gateWorkflowId(taskQueue, account)).describe().catch((err: unknown) => (ignoreGone(err), undefined));
         if (current?.runId === notRun && current.status.name === 'RUNNING') {
@@ -126,7 +117,7 @@ export function createGateActivities(deps: { client: Client; settings: PacingSet
       }
       // The delivery's trace rides in the ask (one signal carries the asks of many deliveries).
       const trace = activeTraceparent();
-      await ask(taskQueue, account, { ...request, ...(trace && { trace }), limits });
+      await ask(taskQueue, account, { ...request, ...(trace && { trace }), limits: config.limits, config });
     },
     async withdrawFromGate({ taskQueue, from, n, account }: { taskQueue: string; from: string; n: number; account?: string }): Promise<void> {
       await deps.client.workflow.getHandle(gateWorkflowId(taskQueue, activityAccount(account, taskQueue))).signal(gateWithdrawSignal, { from, n }).catch(ignoreGone);

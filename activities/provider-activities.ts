@@ -7,6 +7,7 @@
  * errors into typed failures.
  */
 import { ApplicationFailure, Context } from '@temporalio/activity';
+import { ApplicationFailureCategory } from '@temporalio/common';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import type { ProviderClient } from '../provider/client';
 import { isProviderError } from '../provider/errors';
@@ -16,8 +17,7 @@ import { withProviderFailures } from './failures';
 import { ACCOUNT_PAUSED } from '../contract/failures';
 import { UnknownAccountError } from '../accounts/registry';
 import { activityAccount, unknownAccount } from './account-of';
-import { AccountPauses, countPause } from './account-pauses';
-import { PAUSE_LINES } from '../workflows/gate-state';
+import { AccountPauses, countPause, PAUSE_LINES } from './account-pauses';
 
 /** The API client of each account (accounts/provider-clients.ts); a single client serves every account. */
 export type ProviderFor = ProviderClient | ((account: string) => ProviderClient);
@@ -54,36 +54,50 @@ export function createProviderActivities(providers: ProviderFor, o: { httpTimeou
     }
   };
   /**
-   * A call outside the pacing gate, kept to its account's pause (activities/account-pauses.ts): a
-   * 401 pauses the account in this process, with the gate's log line and metric, and an answer
-   * given to its key (any status below 500 but 401) ends the pause.
+   * Every call with an account's key, the gate's and the others, keeps this process's pause of
+   * the account (activities/account-pauses.ts), the one record of it: a 401 starts it (one log
+   * line, one count), any answer given to the key (below 500, not 401) ends it. `refusedAs`: what
+   * a 401 throws instead, given the delay until the account's next probe.
+   */
+  const keyed = async <R>(account: string, call: () => Promise<R>, refusedAs?: (retryInMs: number) => Error): Promise<R> => {
+    try {
+      const result = await call();
+      keyAccepted(account);
+      return result;
+    } catch (err) {
+      if (isProviderError(err) && err.status !== undefined && err.status < 500) {
+        if (err.kind !== 'unauthorized') keyAccepted(account);
+        else {
+          const retryInMs = keyRefused(account);
+          if (refusedAs) throw refusedAs(retryInMs);
+        }
+      }
+      throw err;
+    }
+  };
+  const keyRefused = (account: string): number => {
+    const { started, retryInMs } = pauses.refused(account);
+    if (started) {
+      const { log, metricMeter } = Context.current();
+      log.warn(PAUSE_LINES.paused, { account, probeMs: pauses.probeMs });
+      countPause(metricMeter, accountLabel(account));
+    }
+    return retryInMs;
+  };
+  const keyAccepted = (account: string) => {
+    const pausedMs = pauses.accepted(account);
+    if (pausedMs !== undefined) Context.current().log.info(PAUSE_LINES.resumed, { account, pausedMs });
+  };
+  /**
+   * A call outside the pacing gate: while its account is paused, only the period's probe goes out
+   * and the rest fail at once, retryable, their next attempt after the probe. (The gate holds its
+   * own queue on a 401 instead, one call per period: workflows/gate-state.ts.)
    */
   const paused = async <R>(call: (provider: ProviderClient) => Promise<R>, explicit?: string): Promise<R> => {
     const account = activityAccount(explicit);
     const held = pauses.admit(account);
     if (held) throw accountPaused(account, held.retryInMs, 'waits for the next probe');
-    try {
-      const result = await call(providerFor(explicit, account));
-      keyAccepted(account);
-      return result;
-    } catch (err) {
-      if (!isProviderError(err) || err.status === undefined || err.status >= 500) throw err;
-      if (err.kind !== 'unauthorized') {
-        keyAccepted(account);
-        throw err;
-      }
-      const { started, retryInMs } = pauses.refused(account);
-      if (started) {
-        const { log, metricMeter } = Context.current();
-        log.warn(PAUSE_LINES.paused, { account, probeMs: pauses.probeMs, calls: 'outside the pacing gate' });
-        countPause(metricMeter, accountLabel(account));
-      }
-      throw accountPaused(account, retryInMs, 'was refused');
-    }
-  };
-  const keyAccepted = (account: string) => {
-    const pausedMs = pauses.accepted(account);
-    if (pausedMs !== undefined) Context.current().log.info(PAUSE_LINES.resumed, { account, pausedMs, calls: 'outside the pacing gate' });
+    return keyed(account, () => call(providerFor(explicit, account)), (retryInMs) => accountPaused(account, retryInMs, 'was refused'));
   };
 
   // A slot is timed on the monotonic clock, never the wall clock, which may be off (docs/deploying.md, "Clocks").
@@ -146,9 +160,8 @@ export function createProviderActivities(providers: ProviderFor, o: { httpTimeou
     quoteInGate: withProviderFailures(async (request: CreateDeliveryRequest, timing: SlotTiming): Promise<Quote> => {
       const check = await inSlot(timing);
       check();
-      const quote = await providerFor().quote(request, { signal: signal() });
-      keyAccepted(activityAccount()); // the gate's call ends this process's pause of the account's other calls too
-      return quote;
+      const account = activityAccount();
+      return keyed(account, () => providerFor(undefined, account).quote(request, { signal: signal() }));
     }),
 
     /**
@@ -162,9 +175,9 @@ export function createProviderActivities(providers: ProviderFor, o: { httpTimeou
       let delivery = lookFirst ? await findEarlier(request.reference_number) : undefined;
       if (!delivery) {
         check();
-        const created = await providerFor().createDelivery(request, { idempotencyKey, signal: signal() });
+        const account = activityAccount();
+        const created = await keyed(account, () => providerFor(undefined, account).createDelivery(request, { idempotencyKey, signal: signal() }));
         delivery = created.delivery;
-        keyAccepted(activityAccount());
         // The gate made the call: say for which delivery workflow (the key is its ID).
         Context.current().log.info('delivery created at the provider', { deliveryId: delivery.id, replayed: created.replayed, deliveryWorkflowId: idempotencyKey });
       }
@@ -187,9 +200,13 @@ export function createProviderActivities(providers: ProviderFor, o: { httpTimeou
 
 export type ProviderActivities = ReturnType<typeof createProviderActivities>;
 
-/** Retryable, never final: the delivery's own retry policy brings the call back after the account's next probe. */
+/**
+ * Retryable, never final: the delivery's own retry policy brings the call back after the account's
+ * next probe. Benign: the pause has its own line and count, so the SDK logs each held attempt at debug.
+ */
 function accountPaused(account: string, retryInMs: number, what: string): ApplicationFailure {
   return ApplicationFailure.create({
+    category: ApplicationFailureCategory.BENIGN,
     type: ACCOUNT_PAUSED,
     message: `courier account ${account} is paused: the courier refuses its API key (401); this call ${what}, next attempt in ${Math.round(retryInMs / 1000)} s`,
     nonRetryable: false,

@@ -1,4 +1,5 @@
 /** npm run bench -- fleet: docs/benchmarks.md, "The fleet view's visibility queries". */
+import { DEFAULT_ACCOUNT } from '../contract/accounts';
 import { DeliveryStatus, DeliveryStatusSince } from '../contract/search-attributes';
 import { FLEET_STATUSES, FleetView } from '../fleet/view';
 import { parsePrometheusText } from '../test/helpers/prometheus';
@@ -22,13 +23,13 @@ export async function fleetBenchmark(): Promise<BenchmarkOutput> {
     await pool(items, 32, async ({ status, i, since }) => void (await client.workflow.start('delivery', { taskQueue, workflowId: `fleet-${taskQueue}-${status}-${i}`, args: [], typedSearchAttributes: [{ key: DeliveryStatus, value: status }, { key: DeliveryStatusSince, value: new Date(since) }] })));
     const oldest = (status: string) => Math.min(...items.filter((x) => x.status === status).map((x) => x.since)); // scattered: not the first started
     progress(`${items.length} open deliveries started in ${Math.round((Date.now() - firstStart) / 1000)} s`);
-    const view = new FleetView({ client, namespace: stack.server.namespace, taskQueue, periodMs: PERIOD_S * 1000 });
+    const view = new FleetView({ client, namespace: stack.server.namespace, taskQueue, periodMs: PERIOD_S * 1000, accounts: () => [DEFAULT_ACCOUNT] });
     const metrics = async () => parsePrometheusText(await view.registry.metrics());
     await waitFor('visibility counts every start', 600_000, 500, async () => { // first, not measured
       const m = await (await view.poll(), metrics());
       return Object.entries(SHARES).every(([s, share]) => m.value('delivery_fleet_open', { account: 'default', status: s }) === Math.round(DELIVERIES * share));
     });
-    const fresh = new FleetView({ client, namespace: stack.server.namespace, taskQueue, periodMs: PERIOD_S * 1000 });
+    const fresh = new FleetView({ client, namespace: stack.server.namespace, taskQueue, periodMs: PERIOD_S * 1000, accounts: () => [DEFAULT_ACCOUNT] });
     const pollMs: number[] = [];
     const knownAfter: Record<string, number> = {};
     for (let n = 1; n <= POLLS; n++) {

@@ -9,7 +9,7 @@
  * same cache as the worker's.
  */
 import { readFileSync } from 'node:fs';
-import { DEFAULT_ACCOUNT } from '../contract/accounts';
+import { parseWebhookPath, WEBHOOK_PATH } from '../contract/workflow-ids';
 import type { AccountRegistry } from '../accounts/registry';
 import type { ProviderClient } from '../provider/client';
 import { providerClientsFor } from '../accounts/provider-clients';
@@ -36,10 +36,15 @@ export interface BridgeAccounts {
   close(): Promise<void>;
 }
 
-/** The bridge before accounts: one client, one list of secrets, the `default` account. close() closes the client. */
+/**
+ * The bridge as it was before accounts (tests, an embedding): one client, one list of secrets, for
+ * the account of 0.2.0's webhook URL. close() closes the client. A deployment's bridge without a
+ * registry serves the environment's account through the registry instead (bridge/main.ts).
+ */
 export function singleAccount(provider: ProviderClient, secrets: readonly string[]): BridgeAccounts {
-  const account: BridgeAccount = { id: DEFAULT_ACCOUNT, webhookSecrets: () => [...secrets], provider };
-  return { get: (id) => (id === DEFAULT_ACCOUNT ? account : undefined), ids: () => [DEFAULT_ACCOUNT], onChange: () => () => undefined, decoyRead: () => undefined, close: () => provider.close() };
+  const id = parseWebhookPath(WEBHOOK_PATH)!.account;
+  const account: BridgeAccount = { id, webhookSecrets: () => [...secrets], provider };
+  return { get: (named) => (named === id ? account : undefined), ids: () => [id], onChange: () => () => undefined, decoyRead: () => undefined, close: () => provider.close() };
 }
 
 /**

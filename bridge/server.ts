@@ -21,7 +21,8 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Client } from '@temporalio/client';
-import { ACCOUNT_ID, DEFAULT_ACCOUNT } from '../contract/accounts';
+import { ACCOUNT_ID } from '../contract/accounts';
+import { parseWebhookPath } from '../contract/workflow-ids';
 import type { ProviderClient } from '../provider/client';
 import { checkRequest, hostForHeader, type HttpGuard, originsOf, ownHosts } from '../provider/http-guard';
 import { secretKey } from '../provider/webhook-signature';
@@ -36,12 +37,7 @@ import { RecentWebhooks } from './recent';
 import { createWebhookHandler, type Delivered, type Seen } from './webhook';
 
 export type { WebhookOutcome } from './outcomes';
-/** The `default` account's webhook URL; every account's is `${WEBHOOK_PATH}/<account>` (accountWebhookPath). */
-export const WEBHOOK_PATH = '/webhooks/delivery';
-
-export function accountWebhookPath(account: string): string {
-  return `${WEBHOOK_PATH}/${account}`;
-}
+export { WEBHOOK_PATH, accountWebhookPath } from '../contract/workflow-ids';
 
 export { UNKNOWN_ACCOUNT_LABEL };
 
@@ -124,7 +120,7 @@ const DISCARD_LIMIT_BYTES = 1024 * 1024;
 /** Ids are shown (and kept for the page) only as far as a sane id goes: 200 records stay small whatever was sent. */
 const MAX_SHOWN_ID = 100;
 
-/** The one `default` account of a bridge built without `accounts`; its secrets checked at once. */
+/** The one account of a bridge built without `accounts`, the way it was before accounts (bridge/accounts.ts); its secrets checked at once. */
 function defaultAccountOf(o: BridgeOptions): BridgeAccounts {
   const secrets = o.secrets ?? [];
   if (!o.provider) throw new Error('the bridge needs its accounts, or a provider client and secrets for the default account');
@@ -216,8 +212,8 @@ export function createBridge(o: BridgeOptions): Bridge {
 
   async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = (req.url ?? '/').split('?')[0]!;
-    if (path === WEBHOOK_PATH) return serveWebhook(req, res, DEFAULT_ACCOUNT, WEBHOOK_PATH);
-    if (path.startsWith(`${WEBHOOK_PATH}/`) && !path.includes('/', WEBHOOK_PATH.length + 1)) return serveWebhook(req, res, path.slice(WEBHOOK_PATH.length + 1), `${WEBHOOK_PATH}/{account}`);
+    const webhook = parseWebhookPath(path);
+    if (webhook) return serveWebhook(req, res, webhook.account, webhook.route);
     if (req.method === 'GET' && path === '/healthz') return send(req, res, json(200, { ok: true }));
     send(req, res, json(404, { outcome: 'rejected', reason: 'not found' }));
   }

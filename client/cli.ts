@@ -16,9 +16,9 @@ import { fieldIssues } from '../provider/validation';
 import type { DeliveryState, TimelineEntry } from '../contract/delivery-types';
 import { ACCOUNT_ID, ACCOUNT_ID_RULE } from '../contract/accounts';
 import { startAccount } from '../contract/workflow-ids';
-import { DeliveryClient, DeliveryNotFoundError, DeliveryRequestRejectedError, InvalidInputError } from './delivery-client';
+import { DEFAULT_START_CHECK_TIMEOUT_MS, DeliveryClient, DeliveryNotFoundError, DeliveryRequestRejectedError, InvalidInputError } from './delivery-client';
 
-export const EXIT = { ok: 0, error: 1, usage: 2, notFound: 3, refused: 4, unavailable: 5 } as const;
+export const EXIT = { ok: 0, error: 1, usage: 2, notFound: 3, refused: 4, unavailable: 5, unchecked: 6 } as const;
 
 const HELP = `delivery: start, follow and change deliveries
 
@@ -51,12 +51,14 @@ Options:
   --account A   the courier account of the delivery (default: DELIVERY_ACCOUNT, else \`default\`);
                 a reference is unique within its account; a start or a quote for an account
                 the workers do not serve is refused (exit 2) and leaves no delivery open
+  --check-timeout S  how long create waits for a worker to check the start (default 10);
+                none did: started unchecked, exit 6 (watch it: it refuses itself if it must)
   --json        machine-readable output
   -h, --help    this help
 
 Order and patch files are JSON in the provider's format (see docs/openapi.json); "-" reads stdin.
 Exit codes: 0 done, 1 unexpected error, 2 bad usage or input, 3 no such delivery,
-4 refused, 5 unavailable.
+4 refused, 5 unavailable, 6 started but no worker checked it in time.
 `;
 
 class UsageError extends Error {}
@@ -110,6 +112,7 @@ export async function main(argv: string[], io = { stdout: process.stdout, stderr
         status: { type: 'string' },
         limit: { type: 'string' },
         account: { type: 'string' },
+        'check-timeout': { type: 'string' },
       },
     });
   } catch (err) {
@@ -158,7 +161,8 @@ export async function main(argv: string[], io = { stdout: process.stdout, stderr
 
     if (command === 'check-key') return await checkAccountKey(startAccount({ account }), out);
 
-    client = await DeliveryClient.connect({ account });
+    const checkTimeoutS = v['check-timeout'] === undefined ? undefined : integer(v['check-timeout'], '--check-timeout');
+    client = await DeliveryClient.connect({ account, ...(checkTimeoutS !== undefined && { startCheckTimeoutMs: checkTimeoutS * 1000 }) });
     switch (command) {
       case 'quote': {
         const q = await client.quote(readJson('order') as never);
@@ -177,9 +181,10 @@ export async function main(argv: string[], io = { stdout: process.stdout, stderr
           out.print(started, () =>
             started.alreadyStarted
               ? `a delivery with reference ${started.reference} exists already (${started.workflowId}); nothing new was started`
-              : `started ${started.workflowId}${started.checked ? '' : ' (no worker has checked it yet: it refuses itself if it must)'}; follow it with: delivery watch ${started.reference} --account ${started.account}`,
+              : `started ${started.workflowId}${started.checked ? '' : ` (no worker checked it within ${checkTimeoutS ?? DEFAULT_START_CHECK_TIMEOUT_MS / 1000} s: it refuses itself if it must; exit 6)`}; follow it with: delivery watch ${started.reference} --account ${started.account}`,
           );
-          return EXIT.ok;
+          // Started, but not known to be accepted: a script must not take it for done.
+          return started.alreadyStarted || started.checked ? EXIT.ok : EXIT.unchecked;
         }
         return await watch(client, started.reference, out, io.stderr);
       }

@@ -166,7 +166,7 @@ export interface DeliveryClientOptions {
   startCheckTimeoutMs?: number;
 }
 
-const DEFAULT_START_CHECK_TIMEOUT_MS = 10_000;
+export const DEFAULT_START_CHECK_TIMEOUT_MS = 10_000;
 
 export class DeliveryClient {
   private readonly temporal: Client;
@@ -193,13 +193,13 @@ export class DeliveryClient {
    * (tracing/install.ts); a caller with its own OpenTelemetry SDK passes its own `temporal` Client
    * with the SDK's OpenTelemetryWorkflowClientInterceptor instead (docs/monitoring.md, "Traces").
    */
-  static async connect(settings: { temporal?: TemporalSettings; provider?: ProviderConfig; account?: string } = {}): Promise<DeliveryClient> {
+  static async connect(settings: { temporal?: TemporalSettings; provider?: ProviderConfig; account?: string; startCheckTimeoutMs?: number } = {}): Promise<DeliveryClient> {
     const t = settings.temporal ?? temporalSettingsFromEnv();
     const dataConverter = dataConverterFromEnv();
     installTracing('delivery-client');
     const connection = await connectClient({ ...(t.connectionOptions as ConnectionOptions), connectTimeout: 5_000 });
     const provider = settings.provider ? new ProviderClient(settings.provider) : undefined;
-    return new DeliveryClient({ temporal: new Client({ connection, namespace: t.namespace, dataConverter, interceptors: tracingClientInterceptors() }), taskQueue: t.taskQueue, connection, provider, account: settings.account });
+    return new DeliveryClient({ temporal: new Client({ connection, namespace: t.namespace, dataConverter, interceptors: tracingClientInterceptors() }), taskQueue: t.taskQueue, connection, provider, account: settings.account, startCheckTimeoutMs: settings.startCheckTimeoutMs });
   }
 
   async close(): Promise<void> {

@@ -63,6 +63,12 @@ export interface GateRequest {
    * builds before it: the gate keeps its limits.
    */
   limits?: Record<GatedFamily, RateLimit>;
+  /**
+   * All the gate's settings as the asking worker has them (its limits as `limits`): a worker
+   * started with new settings changes a running gate by its first ask, whichever the account.
+   * Absent from asks of builds before it; `limits` stays for gates of those builds.
+   */
+  config?: GateConfig;
 }
 
 export type GateAnswer = { n: number } & (

@@ -24,7 +24,8 @@ import {
   UpdateDeliveryRequestSchema,
   contractRegistry,
 } from '../provider/schemas';
-import { ACCOUNT_ID, ACCOUNT_ID_RULE, DEFAULT_ACCOUNT } from './accounts';
+import { ACCOUNT_ID, ACCOUNT_ID_RULE } from './accounts';
+import { startAccount } from './workflow-ids';
 import type { CarriedQuote, DeliveryState, DeliveryWorkflowInput, FollowUpSettings, StatusChange } from './delivery-types';
 import { DEFAULT_NOTIFY_SIGNAL, NOTIFICATION_TYPES, type NotifySettings } from './notification-types';
 import type { DeliveryNotification } from './delivery-types';
@@ -120,7 +121,7 @@ export const DeliveryWorkflowInputSchema = definition(
         .string()
         .regex(ACCOUNT_ID, { message: ACCOUNT_ID_RULE })
         .optional()
-        .meta({ description: `The courier account the delivery belongs to, one the worker's registry has (DELIVERY_ACCOUNTS_FILE). Default \`${DEFAULT_ACCOUNT}\`. An unknown account fails the start with InvalidDeliveryInput naming \`account\`.` }),
+        .meta({ description: `The courier account the delivery belongs to, one the worker's registry has (DELIVERY_ACCOUNTS_FILE). Absent: \`${startAccount({})}\`, whose IDs keep the form of 0.2.0. An unknown account fails the start with InvalidDeliveryInput naming \`account\`.` }),
       order: DeliveryOrderSchema,
       maxPrice: PriceSchema.optional().meta({ description: 'The most to pay without approval; a quote over it waits for the approveQuote update.' }),
       quote: CarriedQuoteSchema.optional(),

@@ -1,7 +1,9 @@
 /**
- * Workflow IDs: deterministic, so the bridge, operators and workers address a workflow without
- * looking it up. The `default` account differs from the others here only: its deliveries and its
- * gate keep the ID forms of 0.2.0, from before accounts (and a start that names no account is its).
+ * Addresses: workflow IDs, deterministic, so the bridge, operators and workers address a workflow
+ * without looking it up, and the courier's webhook URLs. The `default` account differs from the
+ * others here (and in being the one the environment defines without a registry: accounts/registry.ts)
+ * only: its deliveries, its gate and its webhook URL keep the forms of 0.2.0, from before accounts,
+ * and a start that names no account is its.
  */
 import { DEFAULT_ACCOUNT } from './accounts';
 
@@ -57,4 +59,18 @@ export function parseGateWorkflowId(workflowId: string, taskQueue: string): stri
   const own = gateWorkflowId(taskQueue);
   if (workflowId === own) return DEFAULT_ACCOUNT;
   return workflowId.startsWith(`${own}@`) ? workflowId.slice(own.length + 1) : undefined;
+}
+
+/** Where the courier sends an account's webhooks (the bridge's URL path): `/webhooks/delivery/<account>`, and 0.2.0's `/webhooks/delivery` for `default`. */
+export const WEBHOOK_PATH = '/webhooks/delivery';
+
+export function accountWebhookPath(account: string): string {
+  return `${WEBHOOK_PATH}/${account}`;
+}
+
+/** The account a webhook URL path names, and the path's form (a metric label); undefined for any other path. */
+export function parseWebhookPath(path: string): { account: string; route: string } | undefined {
+  if (path === WEBHOOK_PATH) return { account: DEFAULT_ACCOUNT, route: WEBHOOK_PATH };
+  if (path.startsWith(`${WEBHOOK_PATH}/`) && !path.includes('/', WEBHOOK_PATH.length + 1)) return { account: path.slice(WEBHOOK_PATH.length + 1), route: `${WEBHOOK_PATH}/{account}` };
+  return undefined;
 }

@@ -9,7 +9,8 @@
  */
 import type { Client } from '@temporalio/client';
 import { defaultPayloadConverter, type Payload } from '@temporalio/common';
-import { DEFAULT_ACCOUNT } from '../contract/accounts';
+import { parseDeliveryWorkflowId } from '../contract/workflow-ids';
+import { OTHER_ACCOUNTS } from '../metrics/account';
 import { DeliveryAccount, DeliveryStatus } from '../contract/search-attributes';
 
 /** Open deliveries per account, and per account per status (`none`: no DeliveryStatus yet). */
@@ -35,8 +36,7 @@ export class OpenScan {
       const page = await this.o.client.workflowService.listWorkflowExecutions({ namespace: this.o.namespace, query: this.o.query, pageSize: this.o.pageSize, nextPageToken: this.token });
       for (const e of page.executions ?? []) {
         const fields = e.searchAttributes?.indexedFields ?? {};
-        // A default delivery of 0.2.0 may have no DeliveryAccount.
-        add(this.partial, stringOf(fields[DeliveryAccount.name]) ?? DEFAULT_ACCOUNT, stringOf(fields[DeliveryStatus.name]) ?? 'none');
+        add(this.partial, accountOf(e), stringOf(fields[DeliveryStatus.name]) ?? 'none');
       }
       this.token = page.nextPageToken && page.nextPageToken.length > 0 ? page.nextPageToken : undefined;
       if (this.token === undefined) {
@@ -69,6 +69,14 @@ function add(t: Tallies, account: string, status: string): void {
   let byStatus = t.byAccountStatus.get(account);
   if (!byStatus) t.byAccountStatus.set(account, (byStatus = new Map()));
   byStatus.set(status, (byStatus.get(status) ?? 0) + 1);
+}
+
+/**
+ * A listed delivery's account: its DeliveryAccount, or (a delivery of 0.2.0 has none) the one its
+ * workflow ID names; neither: counted among the other accounts.
+ */
+export function accountOf(e: { execution?: { workflowId?: string | null } | null; searchAttributes?: { indexedFields?: Record<string, Payload> | null } | null }): string {
+  return stringOf(e.searchAttributes?.indexedFields?.[DeliveryAccount.name]) ?? parseDeliveryWorkflowId(e.execution?.workflowId ?? '')?.account ?? OTHER_ACCOUNTS;
 }
 
 export function stringOf(p: Payload | undefined): string | undefined {

@@ -22,11 +22,10 @@ import type { Client } from '@temporalio/client';
 import type { Payload } from '@temporalio/common';
 import { Counter, Gauge, Registry } from 'prom-client';
 import { DELIVERY_STATUSES } from '../provider/schemas';
-import { DEFAULT_ACCOUNT } from '../contract/accounts';
 import type { GatedFamily, GateStatus } from '../contract/gate-messages';
-import { DeliveryAccount, DeliveryStatusSince } from '../contract/search-attributes';
+import { DeliveryStatusSince } from '../contract/search-attributes';
 import { AccountLabels, OTHER_ACCOUNTS } from '../metrics/account';
-import { OpenScan, stringOf } from './scan';
+import { accountOf, OpenScan, stringOf } from './scan';
 import { GateWatch } from './gates';
 
 /** `none`: open, not created yet (no DeliveryStatus set). */
@@ -49,8 +48,8 @@ export interface FleetViewOptions {
   periodMs: number;
   /** Rows per list page (default 1,000; tests make it small to have more than a page). */
   pageSize?: number;
-  /** The registry's account ids in its order, read at each pass (accounts/registry.ts, accountIdsFromEnv); default: `default` only. */
-  accounts?: () => readonly string[];
+  /** The registry's account ids in its order, read at each pass (accounts/registry.ts, accountIdsFromEnv). */
+  accounts: () => readonly string[];
   /** Accounts labelled by name (default DELIVERY_METRICS_ACCOUNTS). */
   namedAccounts?: number;
   scanPages?: number;
@@ -89,8 +88,7 @@ export class FleetView {
   constructor(private readonly o: FleetViewOptions) {
     this.now = o.now ?? Date.now;
     this.updatedAt = this.now();
-    const ids = o.accounts ?? (() => [DEFAULT_ACCOUNT]);
-    this.labels = new AccountLabels({ ids: () => [...ids()] }, o.namedAccounts);
+    this.labels = new AccountLabels({ ids: () => [...o.accounts()] }, o.namedAccounts);
     this.base = `WorkflowType="delivery" AND TaskQueue="${o.taskQueue}" AND ExecutionStatus="Running"`;
     this.scan = new OpenScan({ client: o.client, namespace: o.namespace, query: this.base, pageSize: o.pageSize ?? PAGE, pages: o.scanPages ?? DEFAULT_SCAN_PAGES, now: this.now });
     this.gates = new GateWatch({ client: o.client, taskQueue: o.taskQueue, perPass: o.gatesPerPass ?? DEFAULT_GATES_PER_PASS, now: this.now });
@@ -286,7 +284,7 @@ export class FleetView {
       const started = Number(e.startTime?.seconds ?? 0) * 1000 + Math.floor((e.startTime?.nanos ?? 0) / 1e6);
       // A delivery of a worker before DeliveryStatusSince has none: aged from its start (an upper bound).
       const since = status === 'none' ? started : (dateOf(fields[DeliveryStatusSince.name]) ?? started);
-      if (since > 0 && (found === undefined || since < found.since)) found = { since, account: this.labels.of(stringOf(fields[DeliveryAccount.name]) ?? DEFAULT_ACCOUNT) };
+      if (since > 0 && (found === undefined || since < found.since)) found = { since, account: this.labels.of(accountOf(e)) };
     }
     const complete = !page.nextPageToken || page.nextPageToken.length === 0;
     if (found === undefined) {

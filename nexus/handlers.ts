@@ -14,13 +14,12 @@ import * as nexus from 'nexus-rpc';
 import { getClient, operationInfo, startWorkflow, WorkflowRunOperationHandler } from '@temporalio/nexus';
 import { WorkflowExecutionAlreadyStartedError, WorkflowFailedError, WorkflowNotFoundError, WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
-import { DEFAULT_ACCOUNT } from '../contract/accounts';
 import { applicationFailureIn } from '../contract/failure-cause';
 import { approveQuoteUpdate, rejectQuoteUpdate, statusQuery, updateDeliveryUpdate } from '../contract/delivery-messages';
 import type { DeliveryState } from '../contract/delivery-types';
 import { DeliveryOrderSchema } from '../contract/schemas';
 import { accountPriority } from '../contract/priorities';
-import { deliveryWorkflowId } from '../contract/workflow-ids';
+import { deliveryWorkflowId, startAccount } from '../contract/workflow-ids';
 import { deliveryStartOptions } from '../workflows/start-options';
 import type { delivery, quoteOnly } from '../workflows/delivery';
 import { checkCreateDelivery, checkEndpoint, checkQuote, parse, type NexusRefusalChecks } from './refusals';
@@ -74,7 +73,7 @@ export function createDeliveriesServiceHandler(checks: NexusRefusalChecks = {}) 
     async quote(ctx, input) {
       const { order, account } = isQuoteInput(input) ? parse(QuoteInputSchema, input) : { order: parse(DeliveryOrderSchema, input, 'order.'), account: undefined };
       checkQuote(checks, order, account, operationInfo().endpoint);
-      const id = account ?? DEFAULT_ACCOUNT;
+      const id = startAccount({ account });
       // The Nexus request ID names the quote: a request retried (a sync call has seconds, a quote
       // may wait longer for its slot) waits for the same quote, running or done, instead of asking for another.
       const workflowId = `quote:nexus:${ctx.requestId}`;
@@ -86,7 +85,7 @@ export function createDeliveriesServiceHandler(checks: NexusRefusalChecks = {}) 
           workflowIdReusePolicy: 'REJECT_DUPLICATE',
           workflowExecutionTimeout: QUOTE_TIMEOUT,
           // The account by argument, as the client library passes it: a quote's workflow ID does not name it.
-          args: id === DEFAULT_ACCOUNT ? [order] : [order, { account: id }],
+          args: [order, { account: id }],
           staticSummary: `quote · ${order.destinations.length} stop(s)${order.is_food ? ' · food' : ''} · account ${id} · nexus`,
           priority: accountPriority(order.is_food, id),
         });

@@ -13,9 +13,9 @@ import * as nexus from 'nexus-rpc';
 import { ApplicationFailure } from '@temporalio/common';
 import type { z } from 'zod';
 import { deliveryInputIssues, type KnownAccounts } from '../activities/start-checks';
-import { DEFAULT_ACCOUNT } from '../contract/accounts';
 import type { DeliveryOrder } from '../contract/delivery-types';
 import { WORKFLOW_FAILURE_TYPES } from '../contract/failures';
+import { startAccount } from '../contract/workflow-ids';
 import type { FieldIssue } from '../provider/schemas';
 import { describeIssues, fieldIssues } from '../provider/validation';
 import type { NexusEndpoints } from './endpoint-accounts';
@@ -53,7 +53,7 @@ export function parse<T extends z.ZodType>(schema: T, input: unknown, prefix = '
  */
 export function checkEndpoint(checks: NexusRefusalChecks, endpoint: string, account: string | undefined): void {
   if (!checks.endpoints) return;
-  const id = account ?? DEFAULT_ACCOUNT;
+  const id = startAccount({ account });
   const allowed = checks.endpoints.get(endpoint)?.accounts;
   if (allowed?.has(id)) return;
   const why = !endpoint

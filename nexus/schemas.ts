@@ -6,14 +6,15 @@
  */
 import { z } from 'zod';
 import { ACCOUNT_ID, ACCOUNT_ID_RULE } from '../contract/accounts';
+import { startAccount } from '../contract/workflow-ids';
 import { ReferenceNumber, UpdateDeliveryRequestSchema } from '../provider/schemas';
 import { DeliveryOrderSchema, RejectReasonSchema, workflowContractRegistry } from '../contract/schemas';
 import { DELIVERIES_SERVICE, type DeliveryReferenceInput, type QuoteInput, type RejectQuoteInput, type UpdateDeliveryInput } from './service';
 
 const reference = ReferenceNumber.meta({ description: 'The reference the delivery was created with (its workflow is `delivery:<reference>`, or `delivery@<account>:<reference>` for an account other than `default`).' });
-const account = z.string().regex(ACCOUNT_ID, { message: ACCOUNT_ID_RULE }).optional().meta({ description: 'The courier account the delivery was created in. Default `default`.' });
+const account = z.string().regex(ACCOUNT_ID, { message: ACCOUNT_ID_RULE }).optional().meta({ description: `The courier account the delivery was created in. Absent: \`${startAccount({})}\`.` });
 
-export const QuoteInputSchema = z.object({ order: DeliveryOrderSchema, account: account.meta({ description: 'The courier account to quote in, one the worker\'s registry has (and, with endpoint account lists, one the endpoint serves). Default `default`.' }) }).strict();
+export const QuoteInputSchema = z.object({ order: DeliveryOrderSchema, account: account.meta({ description: `The courier account to quote in, one the worker's registry has (and, with endpoint account lists, one the endpoint serves). Absent: \`${startAccount({})}\`.` }) }).strict();
 workflowContractRegistry.add(QuoteInputSchema, { id: 'NexusQuoteInput', description: 'The input of the Nexus operation quote. A bare DeliveryOrder (the input before accounts) is still taken, quoted in `default`.' });
 
 export const DeliveryReferenceInputSchema = z.object({ reference, account }).strict();

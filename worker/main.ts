@@ -10,7 +10,8 @@ import { ExpectedNoticesAtDebug, FORWARDED_CORE_LOGS } from './logging';
 import { dataConverterFromEnv } from '../temporal/payload-codec';
 import { temporalSettingsFromEnv } from '../temporal/connection';
 import { createProviderActivities } from '../activities/provider-activities';
-import { accountRegistryFromEnv } from '../accounts/registry';
+import { accountRegistryFromEnv, type AccountRegistry } from '../accounts/registry';
+import type { CallFamily, RateLimit } from '../provider/limits';
 import { reloadLogLine } from '../accounts/reload-log';
 import { providerClientsFor } from '../accounts/provider-clients';
 import { providerConfigFromEnv } from '../provider/config';
@@ -144,7 +145,7 @@ async function main(): Promise<void> {
   console.log(
     `worker: task queue ${temporal.taskQueue} on ${temporal.address} (namespace ${temporal.namespace}), ${accounts.size} courier account(s) from ${accounts.source}` +
       `, version ${versionLabel(deployment)}` +
-      `, pacing by ${pacing.pacing} (creations ${pacing.limits.creations.limit}/${pacing.limits.creations.windowMs / 1000} s, quotes ${pacing.limits.quotes.limit}/${pacing.limits.quotes.windowMs / 1000} s)` +
+      `, pacing by ${pacing.pacing} (${describeLimits(pacing.limits, accounts)})` +
       `, notification endpoints: ${describeEndpoints(notify)}` +
       (nexusEndpoints ? `, Nexus endpoints' accounts from ${nexusEndpoints.source}` : '') +
       (env.WORKER_METRICS_ADDRESS ? `, metrics http://${env.WORKER_METRICS_ADDRESS}/metrics` : '') +
@@ -165,3 +166,10 @@ main().catch((err: Error) => {
   console.error(`worker: ${err.message}`);
   process.exit(1);
 });
+
+/** The limits every account has unless its registry entry says otherwise, and how many entries say otherwise. */
+function describeLimits(defaults: Record<CallFamily, RateLimit>, accounts: AccountRegistry): string {
+  const of = (l: Record<CallFamily, RateLimit>) => (['creations', 'quotes', 'other'] as const).map((f) => `${f} ${l[f].limit}/${l[f].windowMs / 1000} s`).join(', ');
+  const own = accounts.ids().filter((id) => of(accounts.get(id)!.limits) !== of(defaults)).length;
+  return `${of(defaults)}; ${own} of ${accounts.size} account(s) with limits of their own`;
+}

@@ -12,10 +12,9 @@
  */
 import type { DataConverter } from '@temporalio/common';
 import { FAILURE_CONVERTER_PATH } from '../temporal/payload-codec';
-import { bundleWorkflowCode, Runtime, Worker, type InjectedSinks, type NativeConnection, type WorkflowBundle, type WorkflowBundleOption } from '@temporalio/worker';
+import { bundleWorkflowCode, Worker, type InjectedSinks, type NativeConnection, type WorkflowBundle, type WorkflowBundleOption } from '@temporalio/worker';
 import type { Client } from '@temporalio/client';
-import { configureGate, createGateActivities, startGate } from '../activities/gate-activities';
-import { DEFAULT_ACCOUNT } from '../contract/accounts';
+import { configureGate, createGateActivities } from '../activities/gate-activities';
 import type { ProviderActivities } from '../activities/provider-activities';
 import { createStartCheckActivities } from '../activities/start-checks';
 import { createNotifyActivities } from '../activities/notify-activities';
@@ -33,8 +32,6 @@ import { SIGNAL_ENDPOINT, type WorkerMetrics } from '../metrics/worker-metrics';
 import { OTHER_ACCOUNTS } from '../metrics/account';
 import { parseDeliveryWorkflowId } from '../contract/workflow-ids';
 import type { NotifierSinks } from '../workflows/notifier';
-import type { GateSinks } from '../workflows/gate';
-import { countPause } from '../activities/account-pauses';
 import type { Tracing } from '../tracing/install';
 import { bundleIsTraced, tracedWorkerOptions, WORKFLOW_TRACING_MODULE } from '../tracing/worker';
 import { readFileSync } from 'node:fs';
@@ -142,15 +139,10 @@ export async function createDeliveryWorkers(o: DeliveryWorkerOptions): Promise<D
     maxConcurrentWorkflowTaskExecutions: o.maxConcurrentWorkflowTasks ?? DEFAULT_MAX_CONCURRENT_WORKFLOW_TASKS,
     stickyQueueScheduleToStartTimeout: o.stickyQueueTimeoutMs ?? DEFAULT_STICKY_QUEUE_TIMEOUT_MS,
   });
-  // The pacing gate, on its own queue (contract/task-queues.ts says why). Its pauses are counted
-  // here, under the account's bounded label: the registry is the worker's (workflows/gate.ts, GateSinks).
-  const gateSinks: InjectedSinks<GateSinks> = {
-    accounts: { paused: { fn: (_info, account) => countPause(Runtime.instance().metricMeter, o.metrics?.labels.of(account) ?? account) } },
-  };
+  // The pacing gate, on its own queue (contract/task-queues.ts says why).
   const gateWorker = await Worker.create({
     ...base,
     ...withWorkflows,
-    sinks: { ...withWorkflows.sinks, ...gateSinks },
     ...versioned,
     taskQueue: gateTaskQueue(o.taskQueue),
     workflowBundle,
@@ -186,9 +178,7 @@ export async function createDeliveryWorkers(o: DeliveryWorkerOptions): Promise<D
   const workers = [workflowWorker, gateWorker, ...activityWorkers, notifyWorker];
   let stopReconfiguring = () => undefined as void;
   if (pacing.pacing === 'gate') {
-    // The default account's gate warm at once, as before accounts; every other account's gate starts on its first ask.
-    const warm = o.accounts ? o.accounts.get(DEFAULT_ACCOUNT) : { limits: pacing.limits };
-    if (warm) await startGate(o.client, o.taskQueue, pacing, DEFAULT_ACCOUNT, { ...pacing.limits, ...warm.limits });
+    // Every account's gate starts on its first ask, and each ask carries this worker's settings.
     // An account whose limits changed in the registry: its running gate takes them now (an idle one, at its next start).
     stopReconfiguring = o.accounts?.onChange((change) => {
       if (change instanceof Error) return;

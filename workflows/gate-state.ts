@@ -37,14 +37,11 @@ export interface GateSnapshot {
 /**
  * While the courier refuses the account's key, one call (a real one, of the first order waiting)
  * goes out this often: a corrected key (read from the registry at each call) is noticed within
- * this long, and a revoked one costs one refused call per period, never a storm.
+ * this long, and a revoked one costs one refused call per period, never a storm. The gate holds
+ * its queue so; the pause itself, its log line and count, is the worker process's, kept by the
+ * gate's calls and the others alike (activities/account-pauses.ts).
  */
 export const UNAUTHORIZED_PROBE_MS = 5_000;
-/** The lines of a pause and its end, the same from the gate (its calls) and from a process (the calls outside it: activities/account-pauses.ts). */
-export const PAUSE_LINES = {
-  paused: 'courier account paused: the courier refused its API key (401); its deliveries wait, one probe call per period',
-  resumed: 'courier account resumed: its API key is accepted again',
-} as const;
 
 /** This many different orders failing in a row, with no answer between, mean an outage. */
 export const OUTAGE_AFTER = 3;
@@ -74,11 +71,12 @@ export class GateState {
 
   /**
    * Queues a request (food first, then by first request), or answers it from a valid shared quote.
-   * Limits it carries are the registry's as its worker read them: they apply from now on, to the
-   * windows already held too (a lowered limit waits until enough of them pass).
+   * Settings and limits it carries are its worker's, the limits as its registry says: they apply
+   * from now on, to the windows already held too (a lowered limit waits until enough of them pass).
    */
   request(r: GateRequest, now: number): GateAnswer | undefined {
-    if (r.limits) this.s.config = { ...this.s.config, limits: r.limits };
+    if (r.config) this.s.config = r.config;
+    else if (r.limits) this.s.config = { ...this.s.config, limits: r.limits };
     if (this.inFlight.has(key(r)) || this.waiting.some((w) => key(w) === key(r)) || this.s.answered.includes(key(r))) return undefined; // sent again
     const quote = r.fingerprint === undefined ? undefined : this.sharedQuote(r.fingerprint, now);
     const waiting: Waiting = { ...r, retryAt: 0, attempts: 0, unclear: r.unclear ?? false };

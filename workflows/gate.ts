@@ -31,16 +31,16 @@
  * delivery up by reference before creating (Idempotency-Key = the delivery's workflow ID).
  * `PROVIDER_PACING=task-queue` uses Temporal's task-queue rate limit instead (the comparison).
  */
-import { ActivityFailure, ApplicationFailure, CancellationScope, condition, continueAsNew, deprecatePatch, isCancellation, log, makeContinueAsNewFunc, proxyActivities, proxyLocalActivities, proxySinks, setCurrentDetails, setHandler, TimeoutFailure, workflowInfo, type Sinks } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, CancellationScope, condition, continueAsNew, deprecatePatch, isCancellation, makeContinueAsNewFunc, proxyActivities, proxyLocalActivities, setCurrentDetails, setHandler, TimeoutFailure, workflowInfo } from '@temporalio/workflow';
 import type { GateActivities } from '../activities/gate-activities';
 import type { ProviderActivities } from '../activities/provider-activities';
 import type { CreateDeliveryRequest, DeliveryRecord, Quote } from '../provider/schemas';
 import { NON_RETRYABLE_PROVIDER_FAILURES, PROVIDER_FAILURE_TYPES } from '../contract/failures';
 import { SLOT_MISSED, gateAnswerSignal, gateConfigureSignal, gateRequestSignal, gateStatusQuery, gateWakeSignal, gateWithdrawSignal, type GateAnswer, type GateConfig, type GatedFamily, type GateRequest } from '../contract/gate-messages';
-import { GateState, PAUSE_LINES, UNAUTHORIZED_PROBE_MS, type Addressed, type Call, type GateSnapshot, type Outcome } from './gate-state';
+import { GateState, type Addressed, type Call, type GateSnapshot, type Outcome } from './gate-state';
 import { accountPriority } from '../contract/priorities';
-import { DEFAULT_ACCOUNT } from '../contract/accounts';
 import { parseGateWorkflowId } from '../contract/workflow-ids';
+import { UNKNOWN_ACCOUNT } from '../contract/failures';
 import { providerTaskQueues } from '../contract/task-queues';
 import { inTraceOf } from './trace-context';
 
@@ -52,15 +52,6 @@ import { inTraceOf } from './trace-context';
  */
 const ONE_ANSWER_PATCH = 'gate-one-answer-for-quote-and-creation';
 const PAUSE_ON_UNAUTHORIZED_PATCH = 'gate-pause-account-on-unauthorized';
-/**
- * A pause of the account, counted by the worker (`delivery_account_unauthorized`) under the
- * account's metric label: the registry, which bounds the labels (metrics/account.ts), is the
- * worker's, not the workflow's. A sink: the SDK calls it once the task's work is done, never on replay.
- */
-export interface GateSinks extends Sinks {
-  accounts: { paused(account: string): void };
-}
-const { accounts } = proxySinks<GateSinks>();
 /** How long an activity task may wait for a worker beyond its delay before the server drops it. */
 export const START_SLACK_MS = 5_000;
 const local = proxyLocalActivities<GateActivities>({ startToCloseTimeout: '10 seconds' });
@@ -75,7 +66,7 @@ const { answerDeliveries } = proxyActivities<GateActivities>({ startToCloseTimeo
 export async function pacingGate(input: { taskQueue: string; config: GateConfig; resume?: GateSnapshot }): Promise<never> {
   const gate = new GateState(input.resume ?? GateState.empty(input.config).s, () => deprecatePatch(ONE_ANSWER_PATCH));
   // One gate per account (contract/workflow-ids.ts): its calls carry the account as their fairness key.
-  const account = parseGateWorkflowId(workflowInfo().workflowId, input.taskQueue) ?? DEFAULT_ACCOUNT;
+  const account = gateAccount(workflowInfo().workflowId, input.taskQueue);
   const outbox: Addressed[] = [];
   const inFlight = new Set<Promise<void>>();
   let changed = true;
@@ -87,16 +78,6 @@ export async function pacingGate(input: { taskQueue: string; config: GateConfig;
   const track = (p: Promise<unknown>) => {
     const t: Promise<void> = p.then(() => void inFlight.delete(t));
     inFlight.add(t);
-  };
-  // One log line and one count when the courier starts refusing the account's key, one line when it accepts it again.
-  let pausedSince = gate.s.unauthorizedSince;
-  const tellPause = () => {
-    const since = gate.s.unauthorizedSince;
-    if (since !== undefined && pausedSince === undefined) {
-      log.warn(PAUSE_LINES.paused, { account, probeMs: UNAUTHORIZED_PROBE_MS });
-      accounts.paused(account);
-    } else if (since === undefined && pausedSince !== undefined) log.info(PAUSE_LINES.resumed, { account, pausedMs: Date.now() - pausedSince });
-    pausedSince = since;
   };
   setHandler(gateRequestSignal, (requests) => requests.forEach((r) => post(r.from, gate.request(r, Date.now()))));
   setHandler(gateWithdrawSignal, (r) => post(r.from, gate.withdraw(r)));
@@ -114,7 +95,6 @@ export async function pacingGate(input: { taskQueue: string; config: GateConfig;
       for (const call of gate.take(Date.now())) {
         track(
           inTraceOf(call.req.trace, `GateWait:${call.req.family}`, call.req.requestedAt, () => makeCall(input.taskQueue, account, gate, call)).then((answers) => {
-            tellPause();
             answers.forEach((a) => post(a.to, a.answer, a.told));
             changed = true; // the call's slot changed, answered or not
           }),
@@ -137,6 +117,13 @@ export async function pacingGate(input: { taskQueue: string; config: GateConfig;
     if (next === undefined) await condition(() => changed);
     else await condition(() => changed, Math.max(1, next - Date.now()));
   }
+}
+
+/** The gate's account, from its ID; a gate started under any other ID fails at once, naming it (it would pace under no account's key). */
+function gateAccount(workflowId: string, taskQueue: string): string {
+  const account = parseGateWorkflowId(workflowId, taskQueue);
+  if (account !== undefined) return account;
+  throw ApplicationFailure.create({ type: UNKNOWN_ACCOUNT, message: `workflow ID ${JSON.stringify(workflowId)} is no pacing gate's of task queue ${taskQueue} (pacing-gate:<queue> or pacing-gate:<queue>@<account>)`, nonRetryable: true });
 }
 
 /** One call in its slot: scheduled now, sent at `notBefore` at the earliest, never after its schedule-to-close timeout. `told`: its activity sent that answer already. */

@@ -6,6 +6,8 @@
  * type `delivery` started with their search attributes set, on a task queue no worker polls: they
  * stay open as started.
  */
+import { DEFAULT_ACCOUNT } from '../../contract/accounts';
+import { deliveryWorkflowId } from '../../contract/workflow-ids';
 import type { Client, Connection, WorkflowHandle } from '@temporalio/client';
 import type { SearchAttributePair } from '@temporalio/common';
 import { DeliveryAccount, DeliveryStatus, DeliveryStatusSince } from '../../contract/search-attributes';
@@ -33,7 +35,7 @@ async function open(taskQueue: string, o: { status?: string; sinceAgoMs?: number
   const attributes: SearchAttributePair[] = [];
   if (o.status) attributes.push({ key: DeliveryStatus, value: o.status }, { key: DeliveryStatusSince, value: new Date(Date.now() - (o.sinceAgoMs ?? 0)) });
   if (o.account) attributes.push({ key: DeliveryAccount, value: o.account });
-  const handle = await client.workflow.start('delivery', { taskQueue, workflowId: `fleet-${taskQueue}-${++seq}`, args: [], typedSearchAttributes: attributes });
+  const handle = await client.workflow.start('delivery', { taskQueue, workflowId: deliveryWorkflowId(`F-${taskQueue}-${++seq}`, o.account ?? DEFAULT_ACCOUNT), args: [], typedSearchAttributes: attributes });
   started.push(handle);
   return handle;
 }
@@ -63,7 +65,7 @@ describe('the fleet view', () => {
     await open(taskQueue, { status: 'ASSIGNED', sinceAgoMs: 60_000 });
     const noneStart = Date.now();
     await open(taskQueue, {});
-    const view = new FleetView({ client, namespace: testServerAddress().namespace, taskQueue, periodMs: 60_000 });
+    const view = new FleetView({ client, namespace: testServerAddress().namespace, taskQueue, periodMs: 60_000, accounts: () => [DEFAULT_ACCOUNT] });
     const total = (m: Metrics, status: string) => m.value('delivery_fleet_status_open', { status });
     const polls = await pollUntil(view, 'every start visible', (m) => total(m, 'ASSIGNED') === 2 && total(m, 'PICKED_UP') === 1 && total(m, 'none') === 1 && m.value('delivery_fleet_open', { account: 'default', status: 'ASSIGNED' }) === 2);
     const m = await metricsOf(view);
@@ -88,7 +90,7 @@ describe('the fleet view', () => {
     const ages = [3, 7, 50, 9, 4, 2].map((min) => min * 60_000);
     const handles: WorkflowHandle[] = [];
     for (const sinceAgoMs of ages) handles.push(await open(taskQueue, { status: 'ASSIGNED', sinceAgoMs }));
-    const view = new FleetView({ client, namespace: testServerAddress().namespace, taskQueue, periodMs: 60_000, pageSize: 2 });
+    const view = new FleetView({ client, namespace: testServerAddress().namespace, taskQueue, periodMs: 60_000, pageSize: 2, accounts: () => [DEFAULT_ACCOUNT] });
     const age = (m: Metrics) => m.value('delivery_fleet_oldest_age_seconds', { account: 'default', status: 'ASSIGNED' });
     await pollUntil(view, 'the 50 min one found', (m) => m.value('delivery_fleet_status_open', { status: 'ASSIGNED' }) === 6 && age(m) >= 50 * 60);
     expect(age(await metricsOf(view))).toBeLessThan(51 * 60);
@@ -106,7 +108,7 @@ describe('the fleet view', () => {
 
   it('counts by account label (the first DELIVERY_METRICS_ACCOUNTS by name, the rest _other), names the busiest by id, with the same queries at 3 or 3,000 accounts', async () => {
     const taskQueue = uniqueTaskQueue('fleet-accounts');
-    await open(taskQueue, { status: 'ASSIGNED', sinceAgoMs: 1_000 }); // default of 0.2.0: no DeliveryAccount
+    await open(taskQueue, { status: 'ASSIGNED', sinceAgoMs: 1_000 }); // default of 0.2.0: no DeliveryAccount, its account from its ID
     await open(taskQueue, { status: 'ASSIGNED', sinceAgoMs: 1_000, account: 'default' });
     await open(taskQueue, { status: 'ASSIGNED', sinceAgoMs: 1_000, account: 'acme' });
     await open(taskQueue, { status: 'CREATED', sinceAgoMs: 2 * 3600_000, account: 'acme' });

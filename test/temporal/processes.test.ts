@@ -115,6 +115,9 @@ it('run a delivery end to end, pause the account of a revoked key cleanly, refus
     // Two probe periods later: still one line, one count, and the delivery waits.
     await new Promise((r) => setTimeout(r, 11_000));
     expect(paused()).toHaveLength(1);
+    // Each probe's refusal and each held call is no warning of its own: the pause's line says it.
+    const warned = processes.output.split('\n').filter((l) => l.startsWith(`[worker-revoked-${pacing}]`) && l.includes('"level":"WARN"') && l.includes('"msg":"Activity failed"'));
+    expect(warned).toEqual([]);
     const counted = parsePrometheusText(await (await fetch(`http://${revokedMetrics[pacing]}/metrics`)).text());
     // These workers name no account in their labels (DELIVERY_METRICS_ACCOUNTS=0): the count is
     // `_other`'s on both paths, the gate's too, whose workflow cannot read the registry.
@@ -170,6 +173,8 @@ it('run a delivery end to end, pause the account of a revoked key cleanly, refus
   // The creation call's log line: made by the pacing gate (the default) for this delivery, or by the delivery itself under task-queue pacing.
   expect(jsonLines.some((l) => l.deliveryWorkflowId === `delivery:${reference}` || (l.workflowId === `delivery:${reference}` && l.activityType === 'createDelivery'))).toBe(true);
   expect(jsonLines.some((l) => l.msg === 'webhook' && l.workflow_id === `delivery:${reference}`)).toBe(true);
+  // The start line says the limits every account has, and how many accounts have their own.
+  expect(everything).toMatch(/\[worker\] worker: .*pacing by gate \(creations 20\/60 s, quotes 100\/600 s, other 600\/60 s; 0 of 1 account\(s\) with limits of their own\)/);
   expect(everything).toContain('courier account paused'); // the revoked key's pause was logged...
   for (const secret of SECRETS) expect(everything.includes(secret) ? secret.slice(0, 12) + '…' : 'absent').toBe('absent'); // ...but no secret, anywhere
 }, 180_000);

@@ -122,6 +122,20 @@ test('`delivery create --account nobody` and DELIVERY_ACCOUNT=nobody exit 2 nami
   // Four CLI processes, each loading the CLI's TypeScript through tsx: about 20 s each on a busy 2-core machine.
 }, 300_000);
 
+test('`delivery create` that no worker checks within --check-timeout exits 6, started, never 0', async () => {
+  const file = join(dir, 'order-unchecked.json');
+  writeFileSync(file, JSON.stringify(order()));
+  const reference = ref('CLI-UNCHECKED');
+  const queue = `${stack.workers.taskQueue}-no-worker`; // no worker polls it
+  const workflowId = deliveryWorkflowId(reference, 'shop-a');
+  stack.started.push(workflowId);
+  const unchecked = await cli(['create', '--reference', reference, '--order', file, '--account', 'shop-a', '--check-timeout', '1'], cliEnv({ DELIVERY_TASK_QUEUE: queue }));
+  expect(unchecked).toMatchObject({ code: 6, stdout: expect.stringContaining(`started ${workflowId} (no worker checked it within 1 s`) });
+  expect(await workflowStatus(workflowId)).toBe('RUNNING'); // started: a worker that comes checks it
+  // Asked again, it exists: nothing new is started, and that is done.
+  expect(await cli(['create', '--reference', reference, '--order', file, '--account', 'shop-a'], cliEnv({ DELIVERY_TASK_QUEUE: queue }))).toMatchObject({ code: 0, stdout: expect.stringContaining('exists already') });
+}, 180_000);
+
 test('a start by name with plain JSON for an unknown account fails at once, never retried', async () => {
   const reference = ref('JSON');
   const workflowId = deliveryWorkflowId(reference, 'nobody');

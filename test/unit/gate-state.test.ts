@@ -57,6 +57,18 @@ describe('GateState', () => {
     expect(ids(g.take(6_000)).sort()).toEqual(['wf-1', 'wf-2', 'wf-9']);
   });
 
+  it("takes the settings an ask carries (a worker restarted with new ones), and keeps them over asks of builds without", () => {
+    const g = GateState.empty(config);
+    const restarted = { ...config, marginMs: 500, limits: { ...config.limits, creations: { limit: 1, windowMs: 2_000 } } };
+    g.request(req(0, { config: restarted, limits: restarted.limits }), 0);
+    g.request(req(1), 0);
+    expect(g.s.config).toEqual(restarted);
+    const [first] = g.take(0);
+    g.done(first!, ok(first!), 100);
+    expect(g.take(2_599)).toEqual([]); // held a window and the new margin from its end
+    expect(ids(g.take(2_600))).toEqual(['wf-1']);
+  });
+
   it('paces by the limits its latest ask carries (the registry as the asking worker read it), over the windows it already holds', () => {
     const g = GateState.empty(config); // 3 a window
     const one = { creations: { limit: 1, windowMs: 1_000 }, quotes: config.limits.quotes };

@@ -1,5 +1,5 @@
 import { providerTaskQueues, workflowTaskQueueOf } from '../../contract/task-queues';
-import { accountOfWorkflowId, deliveryWorkflowId, gateWorkflowId, parseDeliveryWorkflowId, parseGateWorkflowId, referenceFromWorkflowId } from '../../contract/workflow-ids';
+import { accountOfWorkflowId, accountWebhookPath, deliveryWorkflowId, gateWorkflowId, parseDeliveryWorkflowId, parseGateWorkflowId, parseWebhookPath, referenceFromWorkflowId } from '../../contract/workflow-ids';
 
 describe('workflow IDs by account', () => {
   it('keeps the form before accounts for `default`, and gives every other account its own', () => {
@@ -43,5 +43,11 @@ describe('workflow IDs by account', () => {
     for (const id of ['quote:3f2a', 'order-A-1', '', 'delivery@:A-1', gateWorkflowId('deliveries', 'acme')]) {
       expect(() => accountOfWorkflowId(id)).toThrow(`workflow ID ${JSON.stringify(id)} names no courier account`);
     }
+  });
+
+  it("reads the account a webhook URL names: 0.2.0's path is `default`'s, any other path none", () => {
+    expect(parseWebhookPath('/webhooks/delivery')).toEqual({ account: 'default', route: '/webhooks/delivery' });
+    expect(parseWebhookPath(accountWebhookPath('acme'))).toEqual({ account: 'acme', route: '/webhooks/delivery/{account}' });
+    for (const path of ['/webhooks/delivery/acme/x', '/webhooks/deliveryx', '/', '/webhooks']) expect(parseWebhookPath(path)).toBeUndefined();
   });
 });
