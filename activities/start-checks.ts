@@ -47,11 +47,19 @@ export function deliveryInputIssues(input: unknown, nowMs: number, notifyEndpoin
   return issues;
 }
 
-/** `notify`: each account's endpoints (notifications/targets.ts); the account is the start's. */
-export function createStartCheckActivities(notify: NotifyTargets, accounts?: KnownAccounts): StartCheckActivities {
+/**
+ * `notify`: each account's endpoints (notifications/targets.ts); the account is the start's.
+ * `onRefused`: told the account a refused start named (its metric: a refusal is also a failed workflow).
+ */
+export function createStartCheckActivities(notify: NotifyTargets, accounts?: KnownAccounts, onRefused?: (account: string) => void): StartCheckActivities {
   return {
     async checkDeliveryInput(input) {
-      return deliveryInputIssues(input, Date.now(), (account) => notify.names(account), accounts);
+      const issues = deliveryInputIssues(input, Date.now(), (account) => notify.names(account), accounts);
+      if (issues.length > 0 && onRefused) {
+        const named = (input as { account?: unknown } | null)?.account;
+        onRefused(typeof named === 'string' ? named : startAccount({}));
+      }
+      return issues;
     },
   };
 }

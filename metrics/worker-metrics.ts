@@ -68,6 +68,7 @@ export class WorkerMetrics implements NotificationObserver {
   private readonly cappedRetryAfter: Counter<'account'>;
   private readonly notifications: Counter<'account' | 'target' | 'endpoint' | 'result'>;
   private readonly started: Counter<'account'>;
+  private readonly refused: Counter<'account'>;
   /** Notifications whose last attempt here failed and will be retried: key → its label and when to forget it. */
   private readonly pending = new Map<string, { account: string; target: NotificationTarget; endpoint: string; until: number }>();
   /** The pending gauge's series present from the start: label value → target kind → endpoints. */
@@ -120,6 +121,7 @@ export class WorkerMetrics implements NotificationObserver {
       },
     });
     this.started = new Counter({ name: 'delivery_deliveries_started_total', help: 'Deliveries started, by account (their first run read the worker settings; a continued run is not counted again).', labelNames: ['account'], registers });
+    this.refused = new Counter({ name: 'delivery_starts_refused_total', help: "Delivery starts refused by the worker's start check, by the account they named (an unknown one: _other). Each is also a failed delivery workflow (InvalidDeliveryInput) in temporal_workflow_failed.", labelNames: ['account'], registers });
     this.seed();
   }
 
@@ -142,6 +144,7 @@ export class WorkerMetrics implements NotificationObserver {
       for (const family of FAMILIES) this.calls.labels(account, family, '2xx').inc(0);
       this.cappedRetryAfter.labels(account).inc(0);
       this.started.labels(account).inc(0);
+      this.refused.labels(account).inc(0);
       for (const [target, endpoint] of series.get(account)!) for (const result of ['sent', 'retried', 'failed'] as const) this.notifications.labels(account, target, endpoint, result).inc(0);
     }
   }
@@ -154,7 +157,7 @@ export class WorkerMetrics implements NotificationObserver {
   async accountsChanged(): Promise<void> {
     this.labels.refresh();
     const kept = new Set(this.labels.values());
-    for (const metric of [this.calls, this.callSeconds, this.cappedRetryAfter, this.notifications, this.started] as const) {
+    for (const metric of [this.calls, this.callSeconds, this.cappedRetryAfter, this.notifications, this.started, this.refused] as const) {
       for (const { labels } of (await metric.get()).values) if (typeof labels.account === 'string' && !kept.has(labels.account)) (metric as Counter<string>).remove(withoutBucket(labels));
     }
     for (const [k, p] of this.pending) if (!kept.has(p.account)) this.pending.set(k, { ...p, account: this.labels.of(p.account) });
@@ -173,6 +176,10 @@ export class WorkerMetrics implements NotificationObserver {
 
   deliveryStarted(account: string): void {
     this.started.labels(this.labels.of(account)).inc();
+  }
+
+  startRefused(account: string): void {
+    this.refused.labels(this.labels.of(account)).inc();
   }
 
   attempt({ account, target = 'endpoint', endpoint, key, result, nextRetryMs }: NotificationAttempt): void {

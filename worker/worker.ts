@@ -132,7 +132,7 @@ export async function createDeliveryWorkers(o: DeliveryWorkerOptions): Promise<D
     ...versioned,
     taskQueue: o.taskQueue,
     workflowBundle,
-    activities: { ...gateActivities, ...createStartCheckActivities(notifyTargets, o.accounts) },
+    activities: { ...gateActivities, ...createStartCheckActivities(notifyTargets, o.accounts, o.metrics && ((account) => o.metrics!.startRefused(account))) },
     // The Nexus service `deliveries` (nexus/handlers.ts), refusing what the start check would, before anything starts.
     nexusServices: [createDeliveriesServiceHandler({ accounts: o.accounts, notifyEndpoints: (account) => notifyTargets.names(account), endpoints: o.nexusEndpoints })],
     maxCachedWorkflows: o.maxCachedWorkflows,

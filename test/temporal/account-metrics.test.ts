@@ -12,7 +12,7 @@ import type { Client, Connection } from '@temporalio/client';
 import { accountRegistryFromEnv, type AccountRegistry } from '../../accounts/registry';
 import { providerClientsFor, type ProviderClients } from '../../accounts/provider-clients';
 import { createProviderActivities } from '../../activities/provider-activities';
-import { DeliveryClient } from '../../client/delivery-client';
+import { DeliveryClient, DeliveryRefusedError } from '../../client/delivery-client';
 import { FleetView } from '../../fleet/view';
 import { OTHER_ACCOUNTS } from '../../metrics/account';
 import { serveMetrics, type MetricsListener } from '../../metrics/serve';
@@ -115,4 +115,10 @@ test("two accounts' deliveries are two label values on the worker's /metrics and
   expect(fleet.value('delivery_gate_slots_limit', { account: OTHER_ACCOUNTS, family: 'creations' })).toBe(1); // gamma's own limit
   // The busiest accounts by id, gamma included: the one place an unnamed account is named.
   expect(fleet.value('delivery_fleet_busiest_open', { account: 'gamma' })).toBe(2);
+
+  // A start the check refuses (an account nobody serves) is counted apart from the failed workflow it also is.
+  const { reference_number: _r, ...order } = deliveryRequest({ is_food: false });
+  await expect(deliveries.startDelivery(order, { reference: `N-${run}`, account: 'nobody' })).rejects.toThrow(DeliveryRefusedError);
+  const refused = await scrape();
+  expect(['alpha', 'beta', OTHER_ACCOUNTS].map((account) => refused.value('delivery_starts_refused_total', { account }))).toEqual([0, 0, 1]);
 });
