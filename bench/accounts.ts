@@ -139,7 +139,9 @@ export async function accountsBenchmark(): Promise<BenchmarkOutput> {
     const i = await idlePhase(idle, REGISTERED, IDLE_MS);
     const f = { scale: SCALE, fairness: FAIRNESS ? 'on' : 'off', accounts: SMALL + 1, big_orders: BIG_ORDERS, registered: REGISTERED, load_average_start: load(), ...run, ...i, idle_load_average_end: load() };
     const runGoals = run ? { small_ratio_1_2: run.small_backlog_ratio <= 1.2, big_drain_1_05: run.big_drain_ratio <= 1.05, windows: run.max_window_use_of_limit <= 1, no_429: run.refused_429 === 0, revoked_60s: run.revoked_created_after_correction_max_s <= 60 } : {};
-    const goals = { ...runGoals, idle_cpu: i.idle_worker_cpu_cores <= 0.05, heap_64kib: i.heap_kib_per_account <= 64, reload_1s: i.registry_reload_s <= 1, no_idle_timers: i.gates_of_idle_accounts + i.gate_timers_fired_while_idle === 0 };
-    return { ...f, goals_not_met: Object.entries(goals).filter(([, ok]) => !ok).map(([g]) => g).join(' ') || 'none' };
+    // A figure this run did not measure (the reload with no more accounts than the busy ones) is no goal missed.
+    const ifMeasured = (x: number, ok: boolean) => (Number.isFinite(x) ? ok : undefined);
+    const goals = { ...runGoals, idle_cpu: i.idle_worker_cpu_cores <= 0.05, heap_64kib: ifMeasured(i.heap_kib_per_account, i.heap_kib_per_account <= 64), reload_1s: ifMeasured(i.registry_reload_s, i.registry_reload_s <= 1), no_idle_timers: i.gates_of_idle_accounts + i.gate_timers_fired_while_idle === 0 };
+    return { ...f, goals_not_met: Object.entries(goals).filter(([, ok]) => ok === false).map(([g]) => g).join(' ') || 'none' };
   });
 }
