@@ -19,7 +19,7 @@ import { Client } from '@temporalio/client';
 import { readFileSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
-import { DeliveryClient } from '../../client/delivery-client';
+import { DeliveryClient, DeliveryRefusedError } from '../../client/delivery-client';
 import { DEFAULT_ACCOUNT } from '../../contract/accounts';
 import { gateStatusQuery } from '../../contract/gate-messages';
 import { gateWorkflowId } from '../../contract/workflow-ids';
@@ -141,6 +141,8 @@ beforeAll(async () => {
   const revoked = await procs.group.start({ name: 'worker-revoked', ...ENTRY.worker, env: { ...revokedEnv, WORKER_WORKFLOW_BUNDLE: runBundleFile(revokedEnv) ?? (await workflowBundleFile(revokedEnv)) } });
   cleanups.unshift(() => revoked.stop());
   await new DeliveryClient({ temporal: temporalClient, taskQueue: revokedQueue }).startDelivery(deliveryRequest(), { reference: `OBS-${run}-revoked` });
+  // A start the check refuses (an endpoint the account does not have): a failed workflow, counted as refused too.
+  await expect(deliveries.startDelivery(deliveryRequest(), { reference: `OBS-${run}-refused`, notify: { endpoint: 'nowhere' } })).rejects.toThrow(DeliveryRefusedError);
   // One start per scrape interval and more, so that each series a start makes is scraped before the next one moves it.
   for (let i = 0; i < DELIVERIES; i++) {
     await deliveries.startDelivery(deliveryRequest({}, 1 + (i % 3)), { reference: `OBS-${run}-${i}`, notify: { endpoint: i % 2 ? 'hung' : 'orders' } });
