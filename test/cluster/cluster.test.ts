@@ -136,7 +136,7 @@ test('the cluster runs on PostgreSQL with 4 shards, two history and two matching
 
 test('a delivery created with the CLI ends DELIVERED through webhooks that pass the load balancer', async () => {
   const reference = `CLI-${stamp}`;
-  const created = await run(process.execPath, [CLI, 'create', '--reference', reference, '--order', join(__dirname, '../../docs/examples/order.json'), '--json'], { env: stack.cliEnv, encoding: 'utf8' });
+  const created = await run(process.execPath, [CLI, 'create', '--reference', reference, '--order', join(__dirname, '../../docs/examples/order.json'), '--json', '--check-timeout', '60'], { env: stack.cliEnv, encoding: 'utf8' });
   expect(created.stdout).toContain(reference);
   const final = await eventually(
     `${reference} to be DELIVERED`,

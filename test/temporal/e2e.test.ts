@@ -196,7 +196,7 @@ describe('the delivery CLI', () => {
     writeFileSync(quoteFile, quoted.stdout);
     const quotesBefore = stack.sim.requestLog().filter((e) => e.path === '/v1/quotes').length;
 
-    expect((await cli(['create', '--reference', reference, '--order', orderFile, '--quote', quoteFile])).code).toBe(0);
+    expect((await cli(['create', '--reference', reference, '--order', orderFile, '--quote', quoteFile, '--check-timeout', '60'])).code).toBe(0);
     const s = await following(reference);
     expect(s.quote?.price).toEqual(JSON.parse(quoted.stdout).price);
     expect(stack.sim.requestLog().filter((e) => e.path === '/v1/quotes')).toHaveLength(quotesBefore);
@@ -207,7 +207,7 @@ describe('the delivery CLI', () => {
     const orderFile = join(dir, 'order.json');
     writeFileSync(orderFile, JSON.stringify(order(2)));
 
-    const created = await cli(['create', '--reference', reference, '--order', orderFile, '--json']);
+    const created = await cli(['create', '--reference', reference, '--order', orderFile, '--json', '--check-timeout', '60']);
     expect(created.code).toBe(0);
     expect(JSON.parse(created.stdout)).toMatchObject({ reference, alreadyStarted: false });
 
@@ -231,7 +231,7 @@ describe('the delivery CLI', () => {
     const reference = newReference();
     const orderFile = join(dir, 'order2.json');
     writeFileSync(orderFile, JSON.stringify(order(1)));
-    expect((await cli(['create', '--reference', reference, '--order', orderFile])).code).toBe(0);
+    expect((await cli(['create', '--reference', reference, '--order', orderFile, '--check-timeout', '60'])).code).toBe(0);
     await following(reference);
     const cancelled = await cli(['cancel', reference]);
     expect(cancelled.code).toBe(0);

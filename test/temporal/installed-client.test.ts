@@ -227,7 +227,7 @@ describe('the client package installed by an order system', () => {
     expect(help.stdout).toContain('Exit codes:');
 
     const reference = newReference();
-    const created = await run('npx', ['--no-install', 'delivery', 'create', '--reference', reference, '--order', orderFile(), '--json'], { cwd: app, env, timeout: 30_000 });
+    const created = await run('npx', ['--no-install', 'delivery', 'create', '--reference', reference, '--order', orderFile(), '--json', '--check-timeout', '60'], { cwd: app, env, timeout: 30_000 });
     expect(JSON.parse(created.stdout)).toMatchObject({ reference, alreadyStarted: false });
     await createdDelivery(stack, reference);
     const status = await run('npx', ['--no-install', 'delivery', 'status', reference, '--json'], { cwd: app, env, timeout: 30_000 });

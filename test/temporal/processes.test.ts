@@ -108,7 +108,7 @@ it('run a delivery end to end, pause the account of a revoked key cleanly, refus
   // probe call per period, nothing failed), and the worker says so once, in a line and a count.
   for (const pacing of ['gate', 'task-queue'] as const) {
     const queue = { DELIVERY_TASK_QUEUE: `${env.DELIVERY_TASK_QUEUE}-revoked-${pacing}` };
-    const revoked = await cli(['create', '--reference', `${reference}-R-${pacing}`, '--order', orderFile], queue);
+    const revoked = await cli(['create', '--reference', `${reference}-R-${pacing}`, '--order', orderFile, '--check-timeout', '60'], queue);
     processes.log('cli', `${revoked.stdout}${revoked.stderr}`);
     const paused = () => processes.output.split('\n').filter((l) => l.startsWith(`[worker-revoked-${pacing}]`) && l.includes('courier account paused'));
     await eventually(`the ${pacing} worker to pause the account`, () => (paused().length > 0 ? true : undefined), 30_000);

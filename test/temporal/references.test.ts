@@ -81,7 +81,7 @@ describe('a Unicode reference', () => {
     const reference = '📦-Müller-7';
     const orderFile = join(dir, 'order.json');
     writeFileSync(orderFile, JSON.stringify(order(1)));
-    const created = await cli(['create', '--reference', reference, '--order', orderFile, '--json']);
+    const created = await cli(['create', '--reference', reference, '--order', orderFile, '--json', '--check-timeout', '60']);
     expect(created.code).toBe(0);
     expect(JSON.parse(created.stdout)).toMatchObject({ reference, workflowId: `delivery:${reference}`, alreadyStarted: false });
     await createdDelivery(stack, reference);

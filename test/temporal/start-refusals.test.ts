@@ -115,7 +115,7 @@ test('`delivery create --account nobody` and DELIVERY_ACCOUNT=nobody exit 2 nami
 
   // A known account: started by --account, found by DELIVERY_ACCOUNT.
   const known = ref('CLI-KNOWN');
-  const created = await cli(['create', '--reference', known, '--order', file, '--account', 'shop-b'], cliEnv());
+  const created = await cli(['create', '--reference', known, '--order', file, '--account', 'shop-b', '--check-timeout', '60'], cliEnv());
   expect(created).toMatchObject({ code: 0, stdout: expect.stringContaining(`started ${deliveryWorkflowId(known, 'shop-b')}`) });
   stack.started.push(deliveryWorkflowId(known, 'shop-b'));
   expect(await cli(['status', known, '--json'], cliEnv({ DELIVERY_ACCOUNT: 'shop-b' }))).toMatchObject({ code: 0, stdout: expect.stringContaining(`"reference": "${known}"`) });

@@ -104,7 +104,7 @@ async function deliver(env: Record<string, string> = {}) {
   const reference = `TRACE-${Date.now().toString(36)}`;
   const workflowId = deliveryWorkflowId(reference);
   const since = (await procs.sim.requests()).length;
-  await run(process.execPath, [join(ROOT, 'client/delivery.js'), 'create', '--reference', reference, '--order', orderFile], { env: { ...process.env, ...procs.env, OTEL_EXPORTER_OTLP_ENDPOINT: jaeger.otlpUrl, OTEL_SERVICE_NAME: 'order-system', ...env }, timeout: 90_000 });
+  await run(process.execPath, [join(ROOT, 'client/delivery.js'), 'create', '--reference', reference, '--order', orderFile, '--check-timeout', '60'], { env: { ...process.env, ...procs.env, OTEL_EXPORTER_OTLP_ENDPOINT: jaeger.otlpUrl, OTEL_SERVICE_NAME: 'order-system', ...env }, timeout: 90_000 });
   // Bounded, so a delivery that stalls says where (the test once waited out its 240 s here, cause not found).
   const handle = temporal.workflow.getHandle(workflowId);
   const outcome = await Promise.race([handle.result() as Promise<{ status: string }>, new Promise<'stalled'>((resolve) => setTimeout(() => resolve('stalled'), 150_000).unref())]);
