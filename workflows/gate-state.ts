@@ -156,8 +156,10 @@ export class GateState {
     const family = req.family;
     this.inFlight.delete(key(req));
     const w = this.s.config.limits[family].windowMs;
-    // Every call that may have reached the provider holds its slot for a window from when it certainly ended.
-    if (outcome.kind === 'rate_limited' || outcome.kind === 'not_made') {
+    // Every call that may have reached the provider holds its slot for a window from when it certainly ended;
+    // a 429 is not counted, nor a 401: the courier counts per key, and a refused key is none of its keys
+    // (so a probe goes every UNAUTHORIZED_PROBE_MS, whatever the account's limit).
+    if (outcome.kind === 'rate_limited' || outcome.kind === 'not_made' || outcome.kind === 'unauthorized') {
       if (call.notBefore > now) this.markBusy(family, call.notBefore); // the slot it took was not free yet
     } else this.markBusy(family, now - afterCall(outcome) + w + this.s.config.marginMs);
 

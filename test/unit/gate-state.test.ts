@@ -57,6 +57,21 @@ describe('GateState', () => {
     expect(ids(g.take(6_000)).sort()).toEqual(['wf-1', 'wf-2', 'wf-9']);
   });
 
+  it("probes every period whatever the account's limit: a refused call takes no slot (the courier counts per key, and a refused key is none)", () => {
+    const g = GateState.empty({ ...config, limits: { ...config.limits, creations: { limit: 1, windowMs: 60_000 } } });
+    for (let i = 0; i < 2; i++) g.request(req(i), 0);
+    let [call] = g.take(0);
+    for (let t = 50; t < 20_000; t += UNAUTHORIZED_PROBE_MS) {
+      g.done(call!, { kind: 'unauthorized' }, t);
+      expect(g.take(t + UNAUTHORIZED_PROBE_MS - 1)).toEqual([]);
+      [call] = g.take(t + UNAUTHORIZED_PROBE_MS); // the next probe, not a window later
+      expect(ids([call!])).toEqual(['wf-0']);
+    }
+    g.done(call!, ok(call!), 20_100);
+    expect(g.take(20_100)).toEqual([]); // the accepted one holds the only slot for its window
+    expect(ids(g.take(20_100 + 60_000 + config.marginMs))).toEqual(['wf-1']);
+  });
+
   it("takes the settings an ask carries (a worker restarted with new ones), and keeps them over asks of builds without", () => {
     const g = GateState.empty(config);
     const restarted = { ...config, marginMs: 500, limits: { ...config.limits, creations: { limit: 1, windowMs: 2_000 } } };
