@@ -44,8 +44,8 @@ interface RawAccount {
 const absolute = (ref: RawRef, dir: string): RawRef => ('file' in ref && !isAbsolute(ref.file) ? { file: resolve(dir, ref.file) } : ref);
 
 /** The operator's registry text → the local copy's; throws (naming the account and field) when the registry is not valid. */
-function localCopy(text: string, source: string, dataDir: string): string {
-  parseRegistry(text, source); // the same checks as the worker's and the bridge's
+function localCopy(text: string, source: string, dataDir: string, env: NodeJS.ProcessEnv): string {
+  parseRegistry(text, source, env); // the same checks as the worker's and the bridge's, with their environment
   const dir = dirname(source);
   const accounts = (JSON.parse(text) as { accounts: RawAccount[] }).accounts.map((a) => {
     let webhookSecrets = a.webhookSecrets && absolute(a.webhookSecrets, dir);
@@ -77,13 +77,15 @@ const sameOrigin = (a: string, b: string) => {
 /**
  * Writes the local copy of `registryFile`, registers its accounts in the simulator at
  * `simulatorUrl` with webhooks to `bridgeUrl`, and keeps both in step with the operator's file.
- * Throws at once if the registry is not valid.
+ * Throws at once if the registry is not valid. `env`: the environment the worker and the bridge
+ * get, where the registry's `{"env": …}` references are read (npm start's key and secrets).
  */
-export async function setUpLocalAccounts(o: { registryFile: string; dataDir: string; simulatorUrl: string; bridgeUrl: string; log: (line: string) => void }): Promise<LocalAccounts> {
+export async function setUpLocalAccounts(o: { registryFile: string; dataDir: string; simulatorUrl: string; bridgeUrl: string; log: (line: string) => void; env?: NodeJS.ProcessEnv }): Promise<LocalAccounts> {
+  const env = o.env ?? process.env;
   const source = resolve(o.registryFile);
   const file = join(o.dataDir, 'accounts.json');
   let seenText = readFileSync(source, 'utf8');
-  writeFileSync(file, localCopy(seenText, source, o.dataDir));
+  writeFileSync(file, localCopy(seenText, source, o.dataDir, env));
   /** Per account: what the simulator was last told, as one comparable line (fingerprints only). */
   const registered = new Map<string, string>();
 
@@ -105,7 +107,7 @@ export async function setUpLocalAccounts(o: { registryFile: string; dataDir: str
     if (!quiet) o.log(`account ${a.id}: ${a.baseUrl}, key ${keyFingerprint(key)}, webhooks to ${body.webhook.url} (secret ${secretFingerprint(secret)})`);
   };
   const registerAll = async (quiet = false) => {
-    for (const { account } of parseRegistry(readFileSync(file, 'utf8'), file).values()) await register(account, quiet);
+    for (const { account } of parseRegistry(readFileSync(file, 'utf8'), file, env).values()) await register(account, quiet);
   };
   await registerAll();
 
@@ -118,7 +120,7 @@ export async function setUpLocalAccounts(o: { registryFile: string; dataDir: str
       const text = readFileSync(source, 'utf8');
       if (text !== seenText) {
         seenText = text;
-        writeFileSync(file, localCopy(text, source, o.dataDir));
+        writeFileSync(file, localCopy(text, source, o.dataDir, env));
         o.log(`accounts: ${source} changed; the worker and the bridge re-read it`);
       }
       await registerAll();

@@ -21,6 +21,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { generatePayloadKey, LOCAL_STACK_KEYS_FILE } from '../temporal/payload-codec';
 import { parseEnv } from '../provider/validation';
+import { LOCAL_SANDBOX_KEY } from '../provider/config';
 import { generateWebhookSecret, secretFingerprint, WebhookSecretSchema } from '../provider/webhook-signature';
 import { z } from 'zod';
 import { ensureServerTools } from './cluster/tools';
@@ -109,16 +110,18 @@ async function main(): Promise<void> {
 
   await services.startSimulator({ port: SIMULATOR_PORT, webhookUrl: `${BRIDGE_URL}/webhooks/delivery`, webhookSecret, dataDir });
   // Accounts: the worker, the bridge and the fleet view (its ids only) read the local copy of the registry (never the operator's file directly: see accounts-on-start.ts).
+  // Their key and secrets for a registry's `{"env": …}` references (docs/accounts.md): the local sandbox's unless set.
+  const providerEnv = { DELIVERY_API_KEY: process.env.DELIVERY_API_KEY?.trim() || LOCAL_SANDBOX_KEY, DELIVERY_WEBHOOK_SECRETS: webhook.secrets.join(',') };
   const registryFile = process.env.DELIVERY_ACCOUNTS_FILE?.trim();
-  const accounts = registryFile ? await setUpLocalAccounts({ registryFile, dataDir, simulatorUrl: SIMULATOR_URL, bridgeUrl: BRIDGE_URL, log }) : undefined;
+  const accounts = registryFile ? await setUpLocalAccounts({ registryFile, dataDir, simulatorUrl: SIMULATOR_URL, bridgeUrl: BRIDGE_URL, log, env: { ...process.env, ...providerEnv } }) : undefined;
   const accountsEnv = accounts ? { DELIVERY_ACCOUNTS_FILE: accounts.file } : {};
   // Traces: the worker and the bridge export to the local Jaeger, the one setting that turns tracing on.
   if (OBSERVE) jaeger = await startJaeger(await ensureJaeger(log), { ports: JAEGER_PORTS });
   const tracingEnv = jaeger ? { OTEL_EXPORTER_OTLP_ENDPOINT: jaeger.otlpUrl } : {};
   await Promise.all([
-    services.start('worker', ENTRY.worker.entry, { ...temporalEnv, ...accountsEnv, ...tracingEnv, DELIVERY_API_URL: SIMULATOR_URL, WORKER_MAKE_CURRENT: 'never', ...workerMetricsEnv(0) }, ENTRY.worker.ready),
+    services.start('worker', ENTRY.worker.entry, { ...temporalEnv, ...accountsEnv, ...tracingEnv, ...providerEnv, DELIVERY_API_URL: SIMULATOR_URL, WORKER_MAKE_CURRENT: 'never', ...workerMetricsEnv(0) }, ENTRY.worker.ready),
     services.start('fleet', ENTRY.fleet.entry, { ...temporalEnv, ...accountsEnv, ...fleetMetricsEnv() }, ENTRY.fleet.ready),
-    services.start('bridge', ENTRY.bridge.entry, { ...temporalEnv, ...accountsEnv, ...tracingEnv, DELIVERY_API_URL: SIMULATOR_URL, DELIVERY_WEBHOOK_SECRETS: webhook.secrets.join(',') }, ENTRY.bridge.ready),
+    services.start('bridge', ENTRY.bridge.entry, { ...temporalEnv, ...accountsEnv, ...tracingEnv, ...providerEnv, DELIVERY_API_URL: SIMULATOR_URL }, ENTRY.bridge.ready),
     services.start('codec', ENTRY.codec.entry, { DELIVERY_PAYLOAD_KEYS: payloadKeys, CODEC_ALLOWED_ORIGIN: devServer.uiUrl }, ENTRY.codec.ready),
   ]);
   await makeStackVersionCurrent(temporalEnv, log);

@@ -82,3 +82,21 @@ test('an invalid registry stops the start, naming the account and the field', as
   writeFileSync(file, JSON.stringify({ accounts: [{ id: 'shop-x', baseUrl: s.url, apiKey: { file: 'missing.key' } }] }));
   await expect(setUpLocalAccounts({ registryFile: file, dataDir: join(dir, 'data2'), simulatorUrl: s.url, bridgeUrl: 'http://127.0.0.1:8080', log: () => undefined })).rejects.toThrow(/account shop-x: apiKey/);
 });
+
+test("reads a registry's {\"env\": …} references in the environment it is given (npm start's key and secrets for its processes), not only its own shell's", async () => {
+  const file = join(dir, 'env-refs.json');
+  const secret = generateWebhookSecret();
+  writeFileSync(file, JSON.stringify({ accounts: [{ id: 'default', baseUrl: s.url, apiKey: { env: 'DELIVERY_API_KEY' }, webhookSecrets: { env: 'DELIVERY_WEBHOOK_SECRETS' } }] }));
+  const { DELIVERY_API_KEY: _k, DELIVERY_WEBHOOK_SECRETS: _w, ...shell } = process.env;
+  const lines: string[] = [];
+  mkdirSync(join(dir, 'data3'));
+  const envLocal = await setUpLocalAccounts({ registryFile: file, dataDir: join(dir, 'data3'), simulatorUrl: s.url, bridgeUrl: 'http://127.0.0.1:8080', log: (l) => lines.push(l), env: { ...shell, DELIVERY_API_KEY: 'env-key-d', DELIVERY_WEBHOOK_SECRETS: secret } });
+  try {
+    expect(lines).toEqual([expect.stringContaining(`account default: ${s.url}, key ${keyFingerprint('env-key-d')}`)]);
+    expect((await call(s.url, 'GET', '/v1/deliveries', { key: 'env-key-d' })).status).toBe(200); // registered with the given key
+  } finally {
+    envLocal.stop();
+  }
+  // Without them, the start stops naming the account and the variable.
+  await expect(setUpLocalAccounts({ registryFile: file, dataDir: join(dir, 'data4'), simulatorUrl: s.url, bridgeUrl: 'http://127.0.0.1:8080', log: () => undefined, env: shell })).rejects.toThrow(/account default: apiKey: environment variable DELIVERY_API_KEY is not set/);
+});
