@@ -162,6 +162,7 @@ export async function main(argv: string[], io = { stdout: process.stdout, stderr
     if (command === 'check-key') return await checkAccountKey(startAccount({ account }), out);
 
     const checkTimeoutS = v['check-timeout'] === undefined ? undefined : integer(v['check-timeout'], '--check-timeout');
+    if (checkTimeoutS === 0) throw new InvalidInputError('option', [{ field: '--check-timeout', message: 'must be at least 1 (seconds)' }]);
     client = await DeliveryClient.connect({ account, ...(checkTimeoutS !== undefined && { startCheckTimeoutMs: checkTimeoutS * 1000 }) });
     switch (command) {
       case 'quote': {

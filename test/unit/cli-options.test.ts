@@ -1,0 +1,22 @@
+/**
+ * The CLI's own option checks, made before anything connects (no Temporal here: a connection
+ * attempt would show as exit 5, "unavailable").
+ */
+import { PassThrough } from 'node:stream';
+import { EXIT, main } from '../../client/cli';
+
+async function cli(argv: string[]) {
+  const [stdout, stderr] = [new PassThrough(), new PassThrough()];
+  const err: string[] = [];
+  stderr.on('data', (c: Buffer) => err.push(c.toString()));
+  const code = await main(argv, { stdout: stdout as never, stderr: stderr as never, stdin: process.stdin });
+  return { code, stderr: err.join('') };
+}
+
+describe('delivery create --check-timeout', () => {
+  it.each(['0', '-1', 'soon'])('refuses %s as bad usage (exit 2) naming the option, before connecting', async (value) => {
+    const r = await cli(['create', '--reference', 'R-1', '--order', 'order.json', '--check-timeout', value]);
+    expect(r.code).toBe(EXIT.usage);
+    expect(r.stderr).toContain('--check-timeout');
+  });
+});
