@@ -92,6 +92,8 @@ export interface RegistryChange {
   removed: string[];
   /** Accounts whose entry in the file changed, its JSON (a new key file path, new limits, even a default written out); a secret rotated inside its file is not a change here: it is read at its next use anyway. */
   changed: string[];
+  /** The accounts' order in the file changed (the first DELIVERY_METRICS_ACCOUNTS by it are named in metrics). */
+  reordered?: true;
 }
 
 export class UnknownAccountError extends Error {
@@ -343,8 +345,10 @@ function fileRegistry(file: string, env: NodeJS.ProcessEnv, reloadMs: number, wa
       // An unchanged entry is the very same object (parseRegistry keeps it).
       changed: [...next].filter(([id, a]) => accounts.has(id) && accounts.get(id) !== a).map(([id]) => id),
     };
+    const kept = (ids: Iterable<string>, other: ReadonlyMap<string, unknown>) => [...ids].filter((id) => other.has(id)).join('\n');
+    if (kept(next.keys(), accounts) !== kept(accounts.keys(), next)) change.reordered = true;
     accounts = next;
-    if (change.added.length + change.removed.length + change.changed.length > 0) for (const l of listeners) l(change);
+    if (change.added.length + change.removed.length + change.changed.length > 0 || change.reordered) for (const l of listeners) l(change);
     return change;
   };
   // The file's stat, checked every reloadMs: it follows a Kubernetes mount's symlink swap, where

@@ -19,5 +19,6 @@ export function reloadLogLine(change: RegistryChange | Error): { level: 'INFO' |
   if (change instanceof Error) return { level: 'ERROR', msg: 'account registry change refused; the last valid registry stays', error: change.message };
   const line: { level: 'INFO'; msg: string } & Record<string, unknown> = { level: 'INFO', msg: 'account registry reloaded', added: change.added.length, removed: change.removed.length, changed: change.changed.length };
   for (const kind of ['added', 'removed', 'changed'] as const) if (change[kind].length) line[`${kind}_ids`] = sample(change[kind]);
+  if (change.reordered) line.reordered = true;
   return line;
 }

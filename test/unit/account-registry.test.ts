@@ -113,6 +113,21 @@ describe('account registry', () => {
     expect(r.ids()).toEqual(['acme', 'b']);
   });
 
+  it("a reload that only reorders the file is a change (the first accounts by the file's order are named in metrics)", () => {
+    write('acme.key', 'key');
+    write('b.key', 'key-b');
+    const b = { id: 'b', baseUrl: 'https://api.courier.example', apiKey: { file: 'b.key' } };
+    registryFile([acme(), b]);
+    const r = load();
+    registryFile([b, acme()]);
+    expect(r.reload()).toEqual({ added: [], removed: [], changed: [], reordered: true });
+    expect(r.ids()).toEqual(['b', 'acme']);
+    expect(reloadLogLine(r.reload())).toMatchObject({ added: 0, removed: 0, changed: 0 }); // the same file again: nothing
+    // Added at the end, the others' order kept: no reorder.
+    registryFile([b, acme(), { ...b, id: 'c' }]);
+    expect(r.reload()).toEqual({ added: ['c'], removed: [], changed: [] });
+  });
+
   it('a reload checks only new and changed entries: an unchanged one is kept as it was, its key read at its next use', () => {
     write('acme.key', 'key');
     write('b.key', 'key-b');
