@@ -244,7 +244,13 @@ export async function main(argv: string[], io = { stdout: process.stdout, stderr
  * Reads the key on this machine: run it where the worker's files and variables are.
  */
 async function checkAccountKey(id: string, out: Out): Promise<number> {
-  const registry = workerRegistry().accountRegistryFromEnv(process.env, { watch: false });
+  let registry: ReturnType<ReturnType<typeof workerRegistry>['accountRegistryFromEnv']>;
+  try {
+    registry = workerRegistry().accountRegistryFromEnv(process.env, { watch: false });
+  } catch (err) {
+    // A registry the worker would refuse too (an unset variable, a missing file): the operator's input, exit 2.
+    throw new InvalidInputError('registry', [{ field: 'DELIVERY_ACCOUNTS_FILE', message: (err as Error).message }]);
+  }
   try {
     const account = registry.get(id);
     if (!account) {

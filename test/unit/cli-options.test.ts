@@ -20,3 +20,15 @@ describe('delivery create --check-timeout', () => {
     expect(r.stderr).toContain('--check-timeout');
   });
 });
+
+describe('delivery check-key with a registry the worker would refuse', () => {
+  const saved = process.env.DELIVERY_ACCOUNTS_FILE;
+  afterEach(() => (saved === undefined ? delete process.env.DELIVERY_ACCOUNTS_FILE : (process.env.DELIVERY_ACCOUNTS_FILE = saved)));
+
+  it('exits 2 naming DELIVERY_ACCOUNTS_FILE and the reason, not 1 (an unexpected error)', async () => {
+    process.env.DELIVERY_ACCOUNTS_FILE = '/nonexistent/accounts.json';
+    const r = await cli(['check-key', '--account', 'shop-a']);
+    expect(r.code).toBe(EXIT.usage);
+    expect(r.stderr).toMatch(/DELIVERY_ACCOUNTS_FILE: invalid account registry: cannot read DELIVERY_ACCOUNTS_FILE \/nonexistent\/accounts\.json \(ENOENT\)/);
+  });
+});
