@@ -88,6 +88,8 @@ interface Out {
 }
 
 export async function main(argv: string[], io = { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin }): Promise<number> {
+  // A reader that stops early (`delivery watch --json | head`): the command ends quietly, as Unix tools do.
+  if (io.stdout === process.stdout) process.stdout.on('error', endOnClosedPipe);
   let parsed;
   try {
     parsed = parseArgs({
@@ -378,6 +380,11 @@ function renderEntry(e: TimelineEntry): string {
   const what = e.status ? `${e.subject === 'delivery' ? 'delivery' : `destination ${e.subject}`} → ${e.status}` : e.note;
   const origin = e.source === 'workflow' ? '' : `  (${e.source}${e.late ? ', late: the status did not move back' : ''})`;
   return `${e.at}  ${what}${origin}`;
+}
+
+function endOnClosedPipe(err: NodeJS.ErrnoException): void {
+  if (err.code !== 'EPIPE') throw err;
+  process.exit(EXIT.ok);
 }
 
 function table(headers: string[], rows: string[][]): string {

@@ -2,6 +2,8 @@
  * The CLI's own option checks, made before anything connects (no Temporal here: a connection
  * attempt would show as exit 5, "unavailable").
  */
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { EXIT, main } from '../../client/cli';
 
@@ -31,4 +33,15 @@ describe('delivery check-key with a registry the worker would refuse', () => {
     expect(r.code).toBe(EXIT.usage);
     expect(r.stderr).toMatch(/DELIVERY_ACCOUNTS_FILE: invalid account registry: cannot read DELIVERY_ACCOUNTS_FILE \/nonexistent\/accounts\.json \(ENOENT\)/);
   });
+});
+
+describe('delivery with its output closed early (`| head`)', () => {
+  it('ends with exit 0 and no stack trace', async () => {
+    const child = spawn(process.execPath, [join(__dirname, '../../client/delivery.js'), '--help'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    child.stdout.destroy(); // the reader is gone before the CLI (loading for a second or more) writes
+    let stderr = '';
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+    expect({ code, stderr }).toEqual({ code: 0, stderr: '' });
+  }, 60_000);
 });
