@@ -5,6 +5,7 @@
  * only a workflow whose ID says nothing (a quote without a delivery) passes it explicitly.
  */
 import { ApplicationFailure, Context } from '@temporalio/activity';
+import { ApplicationFailureCategory } from '@temporalio/common';
 import { UNKNOWN_ACCOUNT } from '../contract/failures';
 import { workflowTaskQueueOf } from '../contract/task-queues';
 import { accountOfWorkflowId } from '../contract/workflow-ids';
@@ -29,5 +30,6 @@ export function activityAccount(explicit?: string, deliveryQueue?: string): stri
  * operator may add the account back), final (`retryable: false`) before anything started.
  */
 export function unknownAccount(account: string, retryable = true): ApplicationFailure {
-  return ApplicationFailure.create({ type: UNKNOWN_ACCOUNT, message: `no courier account ${account} in this worker's registry (DELIVERY_ACCOUNTS_FILE)`, nonRetryable: !retryable });
+  // Benign: the caller is told (a refused start or quote) and a reload logs a removed account once; no warning each attempt.
+  return ApplicationFailure.create({ type: UNKNOWN_ACCOUNT, message: `no courier account ${account} in this worker's registry (DELIVERY_ACCOUNTS_FILE)`, nonRetryable: !retryable, category: ApplicationFailureCategory.BENIGN });
 }
