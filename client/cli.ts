@@ -43,7 +43,8 @@ Commands:
   reject   REF [--reason TEXT]        reject such a quote; nothing is created
   cancel   REF [--no-wait]            cancel the delivery
   list     [--status S] [--account A] [--limit N]
-                                      deliveries, newest first; --status finds deliveries in S,
+                                      deliveries, open ones first, then ended, as Temporal's
+                                      visibility lists them; --status finds deliveries in S,
                                       open or ended (only ended ones with the worker's
                                       DELIVERY_STATUS_SEARCH=final); --account: that account's only
 
