@@ -120,15 +120,22 @@ export async function setUpLocalAccounts(o: { registryFile: string; dataDir: str
       const text = readFileSync(source, 'utf8');
       if (text !== seenText) {
         seenText = text;
-        writeFileSync(file, localCopy(text, source, o.dataDir, env));
+        try {
+          writeFileSync(file, localCopy(text, source, o.dataDir, env));
+        } catch (err) {
+          throw new Error(`${(err as Error).message} (the last valid registry is kept)`, { cause: err });
+        }
         o.log(`accounts: ${source} changed; the worker and the bridge re-read it`);
       }
-      await registerAll();
+      await registerAll().catch((err: Error) => {
+        // The copy is written: the worker and bridge serve it; only the local courier lacks the account.
+        throw new Error(`${err.message} (the worker and the bridge serve the new registry; the simulator does not know this account)`, { cause: err });
+      });
       lastError = '';
     })()
       .catch((err: Error) => {
         // Said once per new problem, not every second.
-        if (err.message !== lastError) o.log(`accounts: ${err.message} (the last valid registry is kept)`);
+        if (err.message !== lastError) o.log(`accounts: ${err.message}`);
         lastError = err.message;
       })
       .finally(() => {
