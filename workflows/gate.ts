@@ -35,12 +35,11 @@ import { ActivityFailure, ApplicationFailure, CancellationScope, condition, cont
 import type { GateActivities } from '../activities/gate-activities';
 import type { ProviderActivities } from '../activities/provider-activities';
 import type { CreateDeliveryRequest, DeliveryRecord, Quote } from '../provider/schemas';
-import { NON_RETRYABLE_PROVIDER_FAILURES, PROVIDER_FAILURE_TYPES } from '../contract/failures';
+import { NON_RETRYABLE_PROVIDER_FAILURES, PROVIDER_FAILURE_TYPES, UNKNOWN_ACCOUNT } from '../contract/failures';
 import { SLOT_MISSED, gateAnswerSignal, gateConfigureSignal, gateRequestSignal, gateStatusQuery, gateWakeSignal, gateWithdrawSignal, type GateAnswer, type GateConfig, type GatedFamily, type GateRequest } from '../contract/gate-messages';
 import { GateState, type Addressed, type Call, type GateSnapshot, type Outcome } from './gate-state';
 import { accountPriority } from '../contract/priorities';
 import { parseGateWorkflowId } from '../contract/workflow-ids';
-import { UNKNOWN_ACCOUNT } from '../contract/failures';
 import { providerTaskQueues } from '../contract/task-queues';
 import { inTraceOf } from './trace-context';
 
