@@ -21,7 +21,7 @@ import { promisify } from 'node:util';
 import { Connection } from '@temporalio/client';
 import { connectClient } from '../../temporal/client-connection';
 import { DELIVERY_SEARCH_ATTRIBUTES } from '../../contract/search-attributes';
-import { accepts, freePort, stopProcess } from '../temporal-dev-server';
+import { accepts, stopProcess } from '../temporal-dev-server';
 import { dynamicConfigYaml, nexusDynamicConfig, uiServerArgs } from '../temporal-server-config';
 import { Postgres, storedPassword } from './postgres';
 import { ensureSchema } from './schema';
@@ -135,20 +135,23 @@ export function defaultClusterPorts(): ClusterPorts {
 }
 
 /**
- * Free ports for everything (tests, benchmarks). The membership ports stay below 32768: the
- * PostgreSQL schema keeps them in a smallint column (cluster_membership.rpc_port), and a process
- * whose port does not fit cannot join the ring ("value out of range for type smallint").
+ * Free ports for everything (tests, benchmarks), all below 32768, out of Linux's ephemeral range
+ * (32768–60999, `ip_local_port_range`): a port is chosen here and bound by its process up to a
+ * minute later (PostgreSQL's setup, then the services in order), and meanwhile any outgoing
+ * connection on the machine may be given an ephemeral port as its own; a frontend whose port was
+ * taken so never answers. The membership ports must stay below 32768 anyway: the PostgreSQL schema
+ * keeps them in a smallint column (cluster_membership.rpc_port).
  */
 export async function freeClusterPorts(withUi = false): Promise<ClusterPorts> {
   const services: ClusterPorts['services'] = {};
-  for (const p of SERVICE_PROCESSES) if (p.service !== 'frontend') services[p.name] = { grpc: await freePort(), membership: await freeMembershipPort() };
-  return { postgres: await freePort(), frontend: await freePort(), frontendHttp: await freePort(), frontendMembership: await freeMembershipPort(), services, ui: withUi ? await freePort() : undefined };
+  for (const p of SERVICE_PROCESSES) if (p.service !== 'frontend') services[p.name] = { grpc: await freeServicePort(), membership: await freeServicePort() };
+  return { postgres: await freeServicePort(), frontend: await freeServicePort(), frontendHttp: await freeServicePort(), frontendMembership: await freeServicePort(), services, ui: withUi ? await freeServicePort() : undefined };
 }
 
 const handedOut = new Set<number>();
 
-/** A free port in 20000–32767 (random, so parallel runs rarely pick the same one). */
-export async function freeMembershipPort(): Promise<number> {
+/** A free port in 20000–32767 (random, so parallel runs rarely pick the same one; never twice in one process). */
+export async function freeServicePort(): Promise<number> {
   for (let tries = 0; tries < 200; tries++) {
     const port = 20_000 + Math.floor(Math.random() * 12_768);
     if (handedOut.has(port)) continue;
@@ -162,7 +165,7 @@ export async function freeMembershipPort(): Promise<number> {
       return port;
     }
   }
-  throw new Error('no free port found in 20000-32767 for Temporal membership');
+  throw new Error('no free port found in 20000-32767 for a cluster process');
 }
 
 export interface ClusterOptions {
@@ -386,7 +389,10 @@ export class TemporalCluster {
       } finally {
         await connection?.close().catch(() => undefined);
       }
-      if (Date.now() > deadline) throw new Error(`the Temporal frontend on ${this.address} did not answer within ${timeoutMs / 1000} s: ${last}`);
+      if (Date.now() > deadline) {
+        const said = this.processes.get('frontend')?.recent.trim().slice(-1_500);
+        throw new Error(`the Temporal frontend on ${this.address} did not answer within ${timeoutMs / 1000} s: ${last}${said ? `; its last output:\n${said}` : ''}`);
+      }
       await sleep(500);
     }
   }

@@ -3,12 +3,12 @@
  * cached, schema version order, the nginx config, the port list that a start checks, and the
  * CLI's spelling of search attribute types. The processes themselves run in test/cluster/.
  */
-import { chmodSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { renderNginxConfig } from '../../scripts/cluster/load-balancer';
 import { compareVersions, newestSchemaVersion, schemaSteps } from '../../scripts/cluster/schema';
-import { cliType, clusterPortList, defaultClusterPorts, SERVICE_PROCESSES } from '../../scripts/cluster/temporal-cluster';
+import { cliType, clusterPortList, defaultClusterPorts, freeClusterPorts, SERVICE_PROCESSES } from '../../scripts/cluster/temporal-cluster';
 import { ensureServerTools, findServerTools, serverToolsDirs } from '../../scripts/cluster/tools';
 import { temporalCliCacheDir } from '../../scripts/temporal-cli';
 import { DELIVERY_SEARCH_ATTRIBUTES } from '../../contract/search-attributes';
@@ -84,6 +84,13 @@ describe('the ports a cluster start checks', () => {
     expect(list.find((l) => l.port === 7233)?.what).toBe('Temporal frontend (gRPC)');
     // The PostgreSQL schema keeps membership ports in a smallint.
     for (const l of list.filter((x) => x.what.includes('membership'))) expect(l.port).toBeLessThan(32768);
+  });
+
+  it('hands tests and benchmarks every port out of the ephemeral range, so no outgoing connection takes one before its process binds it', async () => {
+    const [low, high] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number) as [number, number];
+    const list = clusterPortList(await freeClusterPorts(true));
+    expect(new Set(list.map((p) => p.port)).size).toBe(list.length);
+    expect(list.filter((p) => p.port >= low && p.port <= high)).toEqual([]);
   });
 });
 
